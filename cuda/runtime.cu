@@ -1,0 +1,25 @@
+#include <cuda_runtime_api.h>
+
+#include "dlbridge/cuda/runtime.hpp"
+
+namespace dlb::cuda {
+
+int device_count() noexcept {
+  int count = 0;
+  // On error the runtime leaves `count` untouched; report none.
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+int runtime_version() noexcept {
+  int version = 0;
+  return cudaRuntimeGetVersion(&version) == cudaSuccess ? version : 0;
+}
+
+std::string device_status() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaSuccess) return count > 0 ? "" : "no CUDA device is present";
+  return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+}
+
+}  // namespace dlb::cuda

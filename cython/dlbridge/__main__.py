@@ -1,0 +1,1 @@
+"""python -m dlbridge: placeholder replaced below."""

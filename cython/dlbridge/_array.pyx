@@ -1,0 +1,835 @@
+# cython: language_level=3
+"""The Array type and the functions that make Arrays: from_dlpack, asarray,
+empty, zeros, full."""
+import operator
+import warnings
+
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
+from cpython.buffer cimport PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
+from cpython.pycapsule cimport PyCapsule_CheckExact
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from libc.stdint cimport int64_t, uint64_t, uint8_t, uintptr_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+from libcpp.utility cimport move
+
+from dlbridge cimport cpp
+from dlbridge._dlpack cimport call_dlpack, export_capsule, import_capsule
+from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
+
+from dlbridge._types import DeviceType
+
+
+cdef extern from "Python.h":
+    int Py_IsInitialized() nogil
+
+# Copies of more bytes than this release the GIL.
+cdef int64_t _nogil_bytes = 1 << 16
+
+cdef dict _device_types = {int(t): t for t in DeviceType}
+cdef dict _buffer_formats = {
+    "bool": b"?", "int8": b"b", "uint8": b"B", "int16": b"h", "uint16": b"H", "int32": b"i",
+    "uint32": b"I", "int64": b"q", "uint64": b"Q", "float16": b"e", "float32": b"f",
+    "float64": b"d", "complex64": b"Zf", "complex128": b"Zd",
+}
+
+
+# ---------------------------------------------------------------------------
+# Keeping Python owners alive from C++. These run on whichever thread drops
+# the last reference, so they take the GIL, and after interpreter shutdown
+# they leak rather than touch a dead interpreter.
+
+cdef void _release_object(void* owner) noexcept nogil:
+    if not Py_IsInitialized():
+        return
+    with gil:
+        Py_XDECREF(<PyObject*>owner)
+
+
+cdef void _release_buffer(void* view) noexcept nogil:
+    if not Py_IsInitialized():
+        return
+    with gil:
+        PyBuffer_Release(<Py_buffer*>view)
+    free(view)
+
+
+cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shape, strides,
+                              bint readonly) except *:
+    """A tensor on memory `owner` keeps alive; strides None means C order."""
+    cdef int64_t[64] dims
+    cdef int64_t[64] steps
+    cdef Py_ssize_t ndim = len(shape)
+    if ndim > cpp.max_ndim:
+        raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {ndim}")
+    for i in range(ndim):
+        dims[i] = shape[i]
+        if strides is not None:
+            steps[i] = strides[i]
+    Py_INCREF(owner)
+    return cpp.tensor.adopt(data, t, d, cpp.extents_t(dims, ndim),
+                            cpp.extents_t(steps, ndim if strides is not None else 0),
+                            readonly, _release_object, <void*>owner)
+
+
+# ---------------------------------------------------------------------------
+# Python scalars <-> elements
+
+cdef object _to_python(cpp.scalar s):
+    if s.k == cpp.scalar_kind.boolean:
+        return s.u != 0
+    if s.k == cpp.scalar_kind.signed_int:
+        return s.i
+    if s.k == cpp.scalar_kind.unsigned_int:
+        return s.u
+    if s.k == cpp.scalar_kind.real:
+        return s.re
+    return complex(s.re, s.im)
+
+
+cdef cpp.scalar _from_python(value) except *:
+    if isinstance(value, bool):
+        return cpp.scalar.from_bool(value)
+    if isinstance(value, int) or (not isinstance(value, (float, complex)) and hasattr(value, "__index__")):
+        v = operator.index(value)
+        if -2**63 <= v < 2**63:
+            return cpp.scalar.from_int(v)
+        if 0 <= v < 2**64:
+            return cpp.scalar.from_uint(v)
+        raise OverflowError(f"Python int {v} does not fit in 64 bits")
+    if isinstance(value, complex):
+        return cpp.scalar.from_complex(value.real, value.imag)
+    if isinstance(value, float) or hasattr(value, "__float__"):
+        if hasattr(value, "__complex__") and not hasattr(value, "__float__"):
+            c = complex(value)
+            return cpp.scalar.from_complex(c.real, c.imag)
+        return cpp.scalar.from_real(float(value))
+    if hasattr(value, "__complex__"):
+        c = complex(value)
+        return cpp.scalar.from_complex(c.real, c.imag)
+    raise TypeError(f"expected a Python scalar (bool, int, float or complex), got {type(value).__name__}")
+
+
+cdef void _store_python(cpp.dtype t, void* p, value, int64_t index) except *:
+    cdef cpp.scalar s = _from_python(value)
+    if s.k == cpp.scalar_kind.complex and t.code != 5:
+        raise TypeError(f"cannot store complex value {value!r} in a {dtype_from_cpp(t).name} array")
+    if not cpp.fits(t, s):
+        raise OverflowError(f"Python int {value} is out of bounds for {dtype_from_cpp(t).name}")
+    cpp.store(t, p, s, index)
+
+
+cdef DType _dtype_of_value(value):
+    """The default dtype of a Python scalar, as the array API sets it."""
+    if isinstance(value, bool):
+        return as_dtype("bool")
+    if isinstance(value, int):
+        return as_dtype("int64" if value < 2**63 else "uint64")
+    if isinstance(value, complex):
+        return as_dtype("complex128")
+    return as_dtype(getattr(value, "dtype", "float64"))
+
+
+# ---------------------------------------------------------------------------
+# The Array type
+
+cdef Array wrap(cpp.tensor& t):
+    cdef Array a = Array.__new__(Array)
+    a.t = move(t)
+    return a
+
+
+cdef inline char* _element(const cpp.tensor& t, int64_t offset) noexcept nogil:
+    # Packed sub-byte arrays are addressed by element index, not pointer.
+    if t.type().is_subbyte():
+        return <char*>t.data()
+    return <char*>t.data() + offset * <int64_t>t.type().itemsize()
+
+
+cdef object _tolist(const cpp.tensor& t, int axis, int64_t offset):
+    if axis == t.ndim():
+        return _to_python(cpp.load(t.type(), _element(t, offset), offset if t.type().is_subbyte() else 0))
+    cdef int64_t step = t.stride(axis)
+    return [_tolist(t, axis + 1, offset + i * step) for i in range(t.shape(axis))]
+
+
+cdef _require_host(Array a, str what):
+    if not a.t.get_device().is_host_accessible():
+        raise BufferError(f"{what} needs host-accessible memory; this array is on {a.device}")
+
+
+cdef class Array:
+    """An n-dimensional strided array that speaks DLPack.
+
+    Arrays come from ``from_dlpack``, ``asarray``, ``empty``, ``zeros`` and
+    ``full``; ``Array(obj)`` is ``asarray(obj)``. Indexing, ``.T`` and
+    ``transpose`` return views that share memory.
+    """
+
+    def __init__(self, obj, *, dtype=None, copy=None):
+        cdef Array a = asarray(obj, dtype=dtype, copy=copy)
+        self.t = a.t
+
+    # -- description --------------------------------------------------------
+    @property
+    def shape(self):
+        return tuple([self.t.shape(i) for i in range(self.t.ndim())])
+
+    @property
+    def strides(self):
+        """Strides in elements, as DLPack counts them (NumPy counts bytes)."""
+        return tuple([self.t.stride(i) for i in range(self.t.ndim())])
+
+    @property
+    def dtype(self):
+        return dtype_from_cpp(self.t.type())
+
+    @property
+    def device(self):
+        return device_from_cpp(self.t.get_device())
+
+    @property
+    def ndim(self):
+        return self.t.ndim()
+
+    @property
+    def size(self):
+        return self.t.size()
+
+    @property
+    def itemsize(self):
+        return self.t.type().itemsize()
+
+    @property
+    def nbytes(self):
+        """Bytes the elements occupy (packed for sub-byte dtypes)."""
+        return self.t.nbytes()
+
+    @property
+    def readonly(self):
+        return self.t.readonly()
+
+    @property
+    def data_ptr(self):
+        """Address of the first element."""
+        return <uintptr_t>self.t.data()
+
+    def __len__(self):
+        if self.t.ndim() == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.t.shape(0)
+
+    def __iter__(self):
+        if self.t.ndim() == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.t.shape(0)):
+            yield self[i]
+
+    # -- DLPack producer ----------------------------------------------------
+    def __dlpack_device__(self):
+        cdef cpp.device d = self.t.get_device()
+        return (_device_types[d.type], d.id)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Exports the array as a DLPack capsule (array API 2025.12 semantics).
+
+        A versioned DLPack 1.3 capsule when ``max_version`` has major >= 1,
+        a legacy one when it is None or major 0 (refused for read-only data).
+        """
+        cdef cpp.device d = self.t.get_device()
+        cdef bint versioned = False
+        cdef uint64_t flags = 0
+        cdef cpp.tensor out
+        if stream is not None:
+            if d.type == cpp.kDLCPU or d.type == cpp.kDLCUDAHost:
+                raise ValueError(f"stream must be None for arrays on {self.device}, got {stream!r}")
+            if type(stream) is not int:
+                raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
+            if stream == 0 or stream < -1:
+                raise ValueError(f"stream {stream} is not a valid DLPack stream (0 is ambiguous on CUDA)")
+        if max_version is not None:
+            if (type(max_version) is not tuple or len(max_version) != 2
+                    or type(max_version[0]) is not int or type(max_version[1]) is not int):
+                raise TypeError(f"max_version must be a (major, minor) tuple of ints, got {max_version!r}")
+            versioned = max_version[0] >= 1
+        if dl_device is not None:
+            if (type(dl_device) is not tuple or len(dl_device) != 2
+                    or not isinstance(dl_device[0], int) or not isinstance(dl_device[1], int)):
+                raise TypeError(f"dl_device must be a (device_type, device_id) tuple, got {dl_device!r}")
+            if not ((dl_device[0] == d.type and dl_device[1] == d.id) or
+                    (dl_device[0] == cpp.kDLCPU and dl_device[1] == 0 and d.type == cpp.kDLCPU)):
+                raise BufferError(f"cannot export an array on {self.device} to device {tuple(dl_device)}")
+        if copy is not None and type(copy) is not bool:
+            raise TypeError(f"copy must be True, False or None, got {copy!r}")
+        if copy:
+            _require_host(self, "copy=True")
+            out = self._copy_tensor()
+            return export_capsule(out, versioned, cpp.dlpack_flag_is_copied)
+        if not versioned and self.t.readonly():
+            raise BufferError("a read-only array cannot be exported as a legacy DLPack capsule "
+                              "(it has no read-only flag); pass max_version=(1, 3)")
+        return export_capsule(self.t, versioned, flags)
+
+    # -- host access --------------------------------------------------------
+    @property
+    def __array_interface__(self):
+        """NumPy's array interface (version 3), for host memory."""
+        _require_host(self, "__array_interface__")
+        typestr = self.dtype.typestr
+        if typestr is None:
+            raise BufferError(f"{self.dtype.name} has no NumPy array-interface typestr; "
+                              f"use numpy.from_dlpack")
+        cdef int64_t itemsize = self.t.type().itemsize()
+        return {
+            "version": 3,
+            "shape": self.shape,
+            "typestr": typestr,
+            "data": (<uintptr_t>self.t.data(), self.t.readonly()),
+            "strides": None if self.t.is_c_contiguous() else tuple(
+                [self.t.stride(i) * itemsize for i in range(self.t.ndim())]),
+        }
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        _require_host(self, "the buffer protocol")
+        if (flags & PyBUF_WRITABLE) and self.t.readonly():
+            raise BufferError("the array is read-only; a writable buffer was requested")
+        fmt = _buffer_formats.get(self.dtype.name)
+        if fmt is None:
+            raise BufferError(f"{self.dtype.name} has no buffer-protocol format; use DLPack")
+        cdef int ndim = self.t.ndim()
+        cdef int64_t itemsize = self.t.type().itemsize()
+        if not (flags & PyBUF_STRIDES):
+            if not self.t.is_c_contiguous():
+                raise BufferError("the array is not C-contiguous; request a strided buffer")
+        cdef Py_ssize_t* dims = <Py_ssize_t*>malloc(sizeof(Py_ssize_t) * (2 * ndim + 1))
+        if dims == NULL:
+            raise MemoryError()
+        for i in range(ndim):
+            dims[i] = self.t.shape(i)
+            dims[ndim + i] = self.t.stride(i) * itemsize
+        buffer.buf = self.t.data()
+        buffer.obj = self
+        buffer.len = self.t.size() * itemsize
+        buffer.readonly = self.t.readonly()
+        buffer.itemsize = itemsize
+        buffer.format = <char*>fmt if (flags & PyBUF_FORMAT) else NULL
+        buffer.ndim = ndim
+        buffer.shape = dims if (flags & PyBUF_ND) else NULL
+        buffer.strides = dims + ndim if (flags & PyBUF_STRIDES) else NULL
+        buffer.suboffsets = NULL
+        buffer.internal = dims
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        free(buffer.internal)
+
+    # -- copies and values --------------------------------------------------
+    cdef cpp.tensor _copy_tensor(self) except *:
+        cdef cpp.tensor out
+        if self.t.nbytes() > _nogil_bytes:
+            with nogil:
+                out = cpp.copy(self.t)
+        else:
+            out = cpp.copy(self.t)
+        return out
+
+    def copy(self):
+        """A new C-contiguous, writable array with the same values."""
+        _require_host(self, "copy()")
+        cdef cpp.tensor out = self._copy_tensor()
+        return wrap(out)
+
+    def tolist(self):
+        """The values as nested Python lists of bool, int, float or complex."""
+        _require_host(self, "tolist()")
+        return _tolist(self.t, 0, 0)
+
+    def _scalar(self, kind):
+        if self.t.size() != 1:
+            raise TypeError(f"only arrays with one element convert to {kind.__name__}, "
+                            f"got shape {self.shape}")
+        _require_host(self, f"{kind.__name__}()")
+        return kind(_tolist(self.t.restrided(self.t.data(), cpp.extents_t(), cpp.extents_t()), 0, 0))
+
+    def __bool__(self):
+        return self._scalar(bool)
+
+    def __int__(self):
+        return self._scalar(int)
+
+    def __float__(self):
+        return self._scalar(float)
+
+    def __complex__(self):
+        return self._scalar(complex)
+
+    def __index__(self):
+        if self.t.type().code > 1:
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype.name}")
+        return self._scalar(int)
+
+    def __repr__(self):
+        from dlbridge._format import format_array
+        return format_array(self)
+
+    # -- views ----------------------------------------------------------------
+    def __getitem__(self, key):
+        return _index(self, key)
+
+    @property
+    def T(self):
+        """The array with its axes reversed (a view)."""
+        return self.transpose()
+
+    def transpose(self, *axes):
+        """A view with permuted axes: ``transpose()`` reverses them;
+        ``transpose(1, 0, 2)`` or ``transpose((1, 0, 2))`` permutes them."""
+        cdef int ndim = self.t.ndim()
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if not axes:
+            axes = tuple(range(ndim - 1, -1, -1))
+        try:
+            axes = tuple([operator.index(a) for a in axes])
+        except TypeError:
+            raise TypeError(f"transpose axes must be integers, got {axes!r}") from None
+        normalized = tuple([a + ndim if a < 0 else a for a in axes])
+        if sorted(normalized) != list(range(ndim)):
+            raise ValueError(f"axes {axes!r} are not a permutation of the {ndim} axes")
+        if self.t.type().is_subbyte() and normalized != tuple(range(ndim)) and self.t.size() > 1:
+            raise TypeError(f"packed {self.dtype.name} arrays cannot be transposed; "
+                            f"convert to a wider dtype first")
+        cdef int64_t[64] dims
+        cdef int64_t[64] steps
+        for i, a in enumerate(normalized):
+            dims[i] = self.t.shape(a)
+            steps[i] = self.t.stride(a)
+        cdef cpp.tensor out = self.t.restrided(self.t.data(), cpp.extents_t(dims, ndim),
+                                               cpp.extents_t(steps, ndim))
+        return wrap(out)
+
+
+cdef Array _index(Array a, key):
+    """Basic indexing: ints, slices (any step), Ellipsis and None; a view."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    cdef int ndim = a.t.ndim()
+    cdef int consumed = 0
+    cdef int ellipses = 0
+    for k in key:
+        if k is Ellipsis:
+            ellipses += 1
+        elif k is not None:
+            if isinstance(k, (bool, Array)) or not (isinstance(k, slice) or hasattr(k, "__index__")):
+                raise IndexError(f"only integers, slices, Ellipsis and None are valid indices, "
+                                 f"got {type(k).__name__}")
+            consumed += 1
+    if ellipses > 1:
+        raise IndexError("an index can only have a single Ellipsis")
+    if consumed > ndim:
+        raise IndexError(f"too many indices: the array is {ndim}-dimensional, but {consumed} were indexed")
+    cdef int64_t[64] dims
+    cdef int64_t[64] steps
+    cdef int out = 0
+    cdef int axis = 0
+    cdef int64_t offset = 0, n, i, start, stop, step, length
+    for k in key:
+        if k is Ellipsis:
+            for _ in range(ndim - consumed):
+                dims[out] = a.t.shape(axis)
+                steps[out] = a.t.stride(axis)
+                out += 1
+                axis += 1
+        elif k is None:
+            if out >= cpp.max_ndim:
+                raise IndexError(f"the result would have more than {cpp.max_ndim} axes")
+            dims[out] = 1
+            steps[out] = 0
+            out += 1
+        elif isinstance(k, slice):
+            n = a.t.shape(axis)
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            if length > 0:
+                offset += start * a.t.stride(axis)
+            dims[out] = length
+            steps[out] = step * a.t.stride(axis)
+            out += 1
+            axis += 1
+        else:
+            n = a.t.shape(axis)
+            i = operator.index(k)
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            offset += (i + n if i < 0 else i) * a.t.stride(axis)
+            axis += 1
+    while axis < ndim:
+        if out >= cpp.max_ndim:
+            raise IndexError(f"the result would have more than {cpp.max_ndim} axes")
+        dims[out] = a.t.shape(axis)
+        steps[out] = a.t.stride(axis)
+        out += 1
+        axis += 1
+    cdef cpp.extents_t new_shape = cpp.extents_t(dims, out)
+    cdef cpp.extents_t new_strides = cpp.extents_t(steps, out)
+    if a.t.type().is_subbyte() and (offset != 0 or not cpp.is_c_contiguous(new_shape, new_strides)):
+        raise TypeError(f"packed {a.dtype.name} arrays only support indexing that keeps them "
+                        f"contiguous from the first element; convert to a wider dtype first")
+    cdef char* data = <char*>a.t.data()
+    if not a.t.type().is_subbyte():
+        data += offset * <int64_t>a.t.type().itemsize()
+    cdef cpp.tensor view = a.t.restrided(data, new_shape, new_strides)
+    return wrap(view)
+
+
+# ---------------------------------------------------------------------------
+# from_dlpack
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An Array sharing the memory of any DLPack producer (array API).
+
+    Asks ``x.__dlpack__`` for a DLPack 1.3 capsule and falls back to the
+    legacy protocol for producers older than DLPack 1.0. ``copy=True`` always
+    copies (the result is writable); ``copy=False`` raises ValueError if a copy
+    would be needed; ``device`` asks for the data on another device.
+    """
+    cdef bint copied = False
+    cdef bint legacy = True
+    cdef cpp.tensor t
+    cdef Device target = None
+    if copy is not None and type(copy) is not bool:
+        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    if device is not None:
+        target = as_device(device)
+    if PyCapsule_CheckExact(x):
+        warnings.warn("from_dlpack: passing a raw DLPack capsule is deprecated; pass the object "
+                      "that produced it (any object with __dlpack__)", DeprecationWarning, stacklevel=2)
+        t = import_capsule(x, &copied)
+    else:
+        dl_device = None
+        if target is not None:
+            source = x.__dlpack_device__()
+            if (source[0], source[1]) != (target.value.type, target.value.id):
+                if copy is False and not _host_to_cpu(source[0], target):
+                    raise ValueError(f"from_dlpack: copy=False, but moving data from device "
+                                     f"{tuple(source)} to {target} needs a copy")
+                dl_device = (target.value.type, target.value.id)
+        t = import_capsule(call_dlpack(x, dl_device, copy, &legacy), &copied)
+    if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
+        raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
+                          f"not on the requested {target}")
+    if copy and not copied:
+        if not t.get_device().is_host_accessible():
+            raise BufferError(f"from_dlpack: copy=True on {device_from_cpp(t.get_device())} "
+                              f"needs the producer to copy, and it did not")
+        t = cpp.copy(t)
+    return wrap(t)
+
+
+cdef bint _host_to_cpu(int source_type, Device target):
+    """Memory of `source_type` can serve a CPU target without a copy."""
+    return target.value.type == cpp.kDLCPU and cpp.device(<cpp.DLDeviceType>source_type, 0).is_host_accessible()
+
+
+# ---------------------------------------------------------------------------
+# asarray and its sources
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """An Array from any array-like (array API).
+
+    Accepts, in this order: Arrays; DLPack producers (NumPy, PyTorch, JAX,
+    CuPy, ...); ``__cuda_array_interface__`` (versions 0 to 3);
+    ``__array_interface__``; the buffer protocol; nested sequences and Python
+    scalars. Shares memory unless a copy is needed or asked for.
+    """
+    cdef Array a
+    cdef bint fresh = False
+    cdef DType want = None if dtype is None else as_dtype(dtype)
+    cdef Device target = None if device is None else as_device(device)
+    cdef cpp.tensor t
+    if copy is not None and type(copy) is not bool:
+        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    if isinstance(obj, Array):
+        a = <Array>obj
+    elif hasattr(type(obj), "__dlpack__"):
+        a = from_dlpack(obj, device=device, copy=False if copy is False else None)
+    elif hasattr(obj, "__cuda_array_interface__"):
+        a = _from_cuda_array_interface(obj)
+    elif _has_array_interface_data(obj):
+        a = _from_array_interface(obj)
+    elif PyObject_CheckBuffer(obj) and not isinstance(obj, (str, bytes)) or isinstance(obj, bytes):
+        a = _from_buffer(obj)
+    else:
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} must be copied into an array")
+        a = _from_sequence(obj, want)
+        fresh = True
+    if target is not None and a.device != target and not _host_to_cpu(a.t.get_device().type, target):
+        raise ValueError(f"asarray: the data is on {a.device}; moving it to {target} is not supported here")
+    if want is not None and not (want.value == a.t.type()):
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but converting {a.dtype.name} to {want.name} needs a copy")
+        _require_host(a, "dtype conversion")
+        if a.t.type().code == 5 and want.value.code != 5:
+            raise TypeError(f"asarray: cannot convert complex {a.dtype.name} to {want.name}")
+        with nogil:
+            t = cpp.astype(a.t, want.value)
+        return wrap(t)
+    if copy and not fresh:
+        return a.copy()
+    return a
+
+
+cdef bint _has_array_interface_data(obj):
+    try:
+        interface = obj.__array_interface__
+    except AttributeError:
+        return False
+    return isinstance(interface, dict) and isinstance(interface.get("data"), tuple)
+
+
+cdef tuple _shape_tuple(interface, str name):
+    shape = interface.get("shape")
+    if not isinstance(shape, tuple) or not all(type(e) is int for e in shape):
+        raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}")
+    return shape
+
+
+cdef cpp.dtype _typestr_dtype(interface, str name) except *:
+    typestr = interface.get("typestr")
+    if not isinstance(typestr, str):
+        raise TypeError(f"{name}: typestr must be a str, got {typestr!r}")
+    try:
+        return as_dtype(typestr).value
+    except TypeError:
+        raise TypeError(f"{name}: typestr {typestr!r} is not a supported native-endian type") from None
+
+
+cdef object _element_strides(interface, cpp.dtype t, Py_ssize_t ndim, str name):
+    """Byte strides to element strides; None (C order) when absent or None."""
+    strides = interface.get("strides")
+    if strides is None:
+        return None
+    if not isinstance(strides, tuple) or len(strides) != ndim or not all(type(s) is int for s in strides):
+        raise TypeError(f"{name}: strides must be None or a tuple of {ndim} ints, got {strides!r}")
+    itemsize = t.itemsize()
+    for axis, s in enumerate(strides):
+        if s % itemsize:
+            raise BufferError(f"{name}: axis {axis}: expected a byte stride that is a multiple of "
+                              f"the itemsize {itemsize}, got {s}")
+    return tuple([s // itemsize for s in strides])
+
+
+cdef Array _from_cuda_array_interface(obj):
+    cdef str name = "__cuda_array_interface__"
+    interface = obj.__cuda_array_interface__
+    if not isinstance(interface, dict):
+        raise TypeError(f"{name} must be a dict, got {type(interface).__name__}")
+    version = interface.get("version")
+    if type(version) is not int or not 0 <= version <= 3:
+        raise ValueError(f"{name}: expected version 0 to 3, got {version!r}")
+    if interface.get("mask") is not None:
+        raise BufferError(f"{name}: masked arrays are not supported (mask is {type(interface['mask']).__name__}, "
+                          f"expected None)")
+    stream = interface.get("stream")
+    if stream is not None and (type(stream) is not int or stream == 0):
+        raise ValueError(f"{name}: stream must be None or a non-zero int, got {stream!r}")
+    shape = _shape_tuple(interface, name)
+    cdef cpp.dtype t = _typestr_dtype(interface, name)
+    data = interface.get("data")
+    if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is int):
+        raise TypeError(f"{name}: data must be a (pointer, read_only) tuple, got {data!r}")
+    strides = _element_strides(interface, t, len(shape), name)
+    cdef cpp.tensor out = _adopt_object(obj, <void*><uintptr_t>data[0], t, cpp.device(cpp.kDLCUDA, 0),
+                                        shape, strides, bool(data[1]))
+    return wrap(out)
+
+
+cdef Array _from_array_interface(obj):
+    cdef str name = "__array_interface__"
+    interface = obj.__array_interface__
+    version = interface.get("version", 3)
+    if version not in (2, 3):
+        raise ValueError(f"{name}: expected version 2 or 3, got {version!r}")
+    if interface.get("mask") is not None:
+        raise BufferError(f"{name}: masked arrays are not supported (mask must be None)")
+    shape = _shape_tuple(interface, name)
+    cdef cpp.dtype t = _typestr_dtype(interface, name)
+    data = interface["data"]
+    if len(data) != 2 or type(data[0]) is not int:
+        raise TypeError(f"{name}: data must be a (pointer, read_only) tuple, got {data!r}")
+    strides = _element_strides(interface, t, len(shape), name)
+    cdef cpp.tensor out = _adopt_object(obj, <void*><uintptr_t>data[0], t, cpp.device(cpp.kDLCPU, 0),
+                                        shape, strides, bool(data[1]))
+    return wrap(out)
+
+
+cdef dict _format_kinds = {
+    "?": "bool", "b": "int", "h": "int", "i": "int", "l": "int", "q": "int", "n": "int",
+    "B": "uint", "H": "uint", "I": "uint", "L": "uint", "Q": "uint", "N": "uint",
+    "e": "float", "f": "float", "d": "float", "Zf": "complex", "Zd": "complex",
+}
+
+
+cdef Array _from_buffer(obj):
+    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
+    if view == NULL:
+        raise MemoryError()
+    try:
+        PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO)
+    except BaseException:
+        free(view)
+        raise
+    cdef cpp.tensor out
+    cdef int64_t[64] dims
+    cdef int64_t[64] steps
+    try:
+        fmt = view.format.decode("ascii") if view.format != NULL else "B"
+        kind = _format_kinds.get(fmt.lstrip("@=<|"))
+        if fmt[:1] in (">", "!") and view.itemsize > 1:
+            raise BufferError(f"buffer format {fmt!r} is big-endian; only native byte order is supported")
+        if kind is None or fmt[:1] in (">", "!") and kind != "bool" and view.itemsize != 1:
+            raise BufferError(f"buffer format {fmt!r} has no DLPack dtype")
+        dt = as_dtype(kind if kind == "bool" else f"{kind}{view.itemsize * 8}")
+        if view.suboffsets != NULL:
+            raise BufferError("buffers with suboffsets (PIL-style) are not supported")
+        if view.ndim > cpp.max_ndim:
+            raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {view.ndim}")
+        for i in range(view.ndim):
+            dims[i] = view.shape[i]
+            if view.strides[i] % view.itemsize:
+                raise BufferError(f"buffer: axis {i}: expected a byte stride that is a multiple of "
+                                  f"the itemsize {view.itemsize}, got {view.strides[i]}")
+            steps[i] = view.strides[i] // view.itemsize
+    except BaseException:
+        PyBuffer_Release(view)
+        free(view)
+        raise
+    out = cpp.tensor.adopt(view.buf, (<DType>dt).value, cpp.device(cpp.kDLCPU, 0),
+                           cpp.extents_t(dims, view.ndim), cpp.extents_t(steps, view.ndim),
+                           view.readonly, _release_buffer, view)
+    return wrap(out)
+
+
+cdef _discover(obj, list shape, int depth, list leaves):
+    if isinstance(obj, (list, tuple)):
+        if depth >= cpp.max_ndim:
+            raise ValueError(f"asarray: nested sequences deeper than {cpp.max_ndim} levels")
+        if len(shape) <= depth:
+            if len(shape) < depth or leaves:
+                raise ValueError("asarray: ragged nested sequence (a sequence where a scalar was found before)")
+            shape.append(len(obj))
+        elif shape[depth] != len(obj):
+            raise ValueError(f"asarray: ragged nested sequence: axis {depth} has lengths "
+                             f"{shape[depth]} and {len(obj)}")
+        for item in obj:
+            _discover(item, shape, depth + 1, leaves)
+    else:
+        if depth != len(shape):
+            raise ValueError(f"asarray: ragged nested sequence: a scalar at depth {depth}, "
+                             f"sequences of depth {len(shape)} elsewhere")
+        if isinstance(obj, (str, bytes)):
+            raise TypeError(f"asarray: strings are not numbers, got {obj!r}")
+        leaves.append(obj)
+
+
+cdef Array _from_sequence(obj, DType want):
+    shape = []
+    leaves = []
+    _discover(obj, shape, 0, leaves)
+    cdef DType dt = want
+    cdef Py_ssize_t i
+    if dt is None:
+        dt = as_dtype("float64") if not leaves else _common_dtype(leaves)
+    cdef int64_t[64] dims
+    for i in range(len(shape)):
+        dims[i] = shape[i]
+    cdef cpp.tensor t = cpp.tensor.empty(cpp.extents_t(dims, len(shape)), dt.value)
+    cdef bint packed = dt.value.is_subbyte()
+    cdef int64_t itemsize = dt.value.itemsize()
+    cdef char* base = <char*>t.data()
+    if packed:
+        memset(base, 0, t.nbytes())
+    for i in range(len(leaves)):
+        _store_python(dt.value, base if packed else base + i * itemsize, leaves[i], i if packed else 0)
+    return wrap(t)
+
+
+cdef DType _common_dtype(list leaves):
+    """bool < int64 (uint64 if needed) < float64 < complex128, as NumPy infers."""
+    cdef int rank = 0
+    big = False
+    for v in leaves:
+        if isinstance(v, bool):
+            continue
+        elif isinstance(v, int) or (hasattr(v, "__index__") and not hasattr(v, "__float__")):
+            rank = max(rank, 1)
+            big = big or v >= 2**63
+        elif isinstance(v, complex) or (hasattr(v, "__complex__") and not hasattr(v, "__float__")):
+            rank = 3
+        else:
+            rank = max(rank, 2)
+    if rank == 1 and big:
+        return as_dtype("uint64")
+    return as_dtype(("bool", "int64", "float64", "complex128")[rank])
+
+
+# ---------------------------------------------------------------------------
+# Creation
+
+cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
+    if device is not None and as_device(device).value.type != cpp.kDLCPU:
+        raise ValueError(f"{name}: dlbridge creates arrays on cpu only in this build, "
+                         f"got device {as_device(device)}")
+    if isinstance(shape, int) or hasattr(shape, "__index__"):
+        shape = (shape,)
+    try:
+        shape = tuple([operator.index(e) for e in shape])
+    except TypeError:
+        raise TypeError(f"{name}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    if len(shape) > cpp.max_ndim:
+        raise ValueError(f"{name}: expected ndim <= {cpp.max_ndim}, got {len(shape)}")
+    if any(e < 0 for e in shape):
+        raise ValueError(f"{name}: negative extents are not allowed, got shape {shape}")
+    cdef int64_t[64] dims
+    for i, e in enumerate(shape):
+        if e >= 2**63:
+            raise ValueError(f"{name}: extent {e} does not fit in int64")
+        dims[i] = e
+    return cpp.tensor.empty(cpp.extents_t(dims, len(shape)), dt.value)
+
+
+def empty(shape, *, dtype=None, device=None):
+    """A new C-contiguous array with uninitialised values (float64 by default)."""
+    cdef cpp.tensor t = _allocate(shape, as_dtype("float64" if dtype is None else dtype), device, "empty")
+    return wrap(t)
+
+
+def zeros(shape, *, dtype=None, device=None):
+    """A new C-contiguous array of zero bits (float64 by default)."""
+    cdef cpp.tensor t = _allocate(shape, as_dtype("float64" if dtype is None else dtype), device, "zeros")
+    with nogil:
+        memset(t.data(), 0, t.nbytes())
+    return wrap(t)
+
+
+def full(shape, fill_value, *, dtype=None, device=None):
+    """A new C-contiguous array filled with ``fill_value``; the dtype defaults
+    to that of the value (bool, int64, float64 or complex128)."""
+    cdef DType dt = _dtype_of_value(fill_value) if dtype is None else as_dtype(dtype)
+    cdef cpp.tensor t = _allocate(shape, dt, device, "full")
+    cdef int64_t n = t.size(), i
+    cdef char* base = <char*>t.data()
+    cdef int64_t itemsize = dt.value.itemsize()
+    if n == 0:
+        return wrap(t)
+    if dt.value.is_subbyte():
+        memset(base, 0, t.nbytes())
+        for i in range(n):
+            _store_python(dt.value, base, fill_value, i)
+        return wrap(t)
+    _store_python(dt.value, base, fill_value, 0)
+    with nogil:
+        for i in range(1, n):
+            memcpy(base + i * itemsize, base, itemsize)
+    return wrap(t)
+

@@ -1,0 +1,94 @@
+# cython: language_level=3
+"""The DLPack capsule protocol: making capsules, consuming them, and asking a
+producer for one. Nothing else in dlbridge touches a DLPack capsule."""
+from cpython.pycapsule cimport (PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
+                                PyCapsule_New, PyCapsule_SetName)
+from cpython.exc cimport PyErr_WriteUnraisable
+from libc.stdint cimport uint64_t
+
+from dlbridge cimport cpp
+
+
+# Destructors for capsules nobody consumed. A consumer renames the capsule to
+# used_..., after which it owns the tensor and the destructor does nothing.
+cdef void _versioned_capsule_destructor(object capsule) noexcept:
+    if not PyCapsule_IsValid(capsule, cpp.capsule_name_versioned):
+        return
+    cdef cpp.DLManagedTensorVersioned* m = <cpp.DLManagedTensorVersioned*>PyCapsule_GetPointer(
+        capsule, cpp.capsule_name_versioned)
+    if m != NULL and m.deleter != NULL:
+        m.deleter(m)
+
+
+cdef void _legacy_capsule_destructor(object capsule) noexcept:
+    if not PyCapsule_IsValid(capsule, cpp.capsule_name_legacy):
+        return
+    cdef cpp.DLManagedTensor* m = <cpp.DLManagedTensor*>PyCapsule_GetPointer(
+        capsule, cpp.capsule_name_legacy)
+    if m != NULL and m.deleter != NULL:
+        m.deleter(m)
+
+
+cdef object export_capsule(const cpp.tensor& t, bint versioned, uint64_t flags):
+    """A new capsule lending `t`: versioned (DLPack 1.3) or legacy."""
+    cdef cpp.DLManagedTensorVersioned* v
+    cdef cpp.DLManagedTensor* m
+    if versioned:
+        v = t.export_versioned(flags)
+        try:
+            return PyCapsule_New(v, cpp.capsule_name_versioned, _versioned_capsule_destructor)
+        except BaseException:
+            v.deleter(v)
+            raise
+    m = t.export_legacy()
+    try:
+        return PyCapsule_New(m, cpp.capsule_name_legacy, _legacy_capsule_destructor)
+    except BaseException:
+        m.deleter(m)
+        raise
+
+
+cdef cpp.tensor import_capsule(object capsule, bint* copied) except *:
+    """Takes ownership of the tensor in a DLPack capsule (renaming it used_...).
+
+    Legacy capsules import read-only: the legacy struct cannot say whether the
+    producer allows writes (NumPy does the same). Invalid tensors raise
+    BufferError after their deleter ran.
+    """
+    cdef cpp.DLManagedTensorVersioned* v
+    cdef cpp.DLManagedTensor* m
+    if PyCapsule_IsValid(capsule, cpp.capsule_name_versioned):
+        v = <cpp.DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, cpp.capsule_name_versioned)
+        PyCapsule_SetName(capsule, cpp.capsule_name_versioned_used)
+        copied[0] = (v.flags & cpp.dlpack_flag_is_copied) != 0
+        return cpp.tensor.import_(v)
+    if PyCapsule_IsValid(capsule, cpp.capsule_name_legacy):
+        m = <cpp.DLManagedTensor*>PyCapsule_GetPointer(capsule, cpp.capsule_name_legacy)
+        PyCapsule_SetName(capsule, cpp.capsule_name_legacy_used)
+        copied[0] = False
+        return cpp.tensor.import_(m, True)
+    if type(capsule).__name__ == "PyCapsule":
+        name = PyCapsule_GetName(capsule)
+        name = "NULL" if name is None else repr(name.decode("utf-8", "replace"))
+        if name.startswith("'used_"):
+            raise BufferError(f"the DLPack capsule was already consumed (its name is {name})")
+        raise BufferError(f"expected a capsule named 'dltensor_versioned' or 'dltensor', got one named {name}")
+    raise TypeError(f"__dlpack__ must return a PyCapsule, got {type(capsule).__name__}")
+
+
+cdef object call_dlpack(object producer, object dl_device, object copy, bint* legacy):
+    """Asks `producer` for a capsule the DLPack 1.3 way, retrying without the
+    newer keywords when it raises TypeError (a producer older than DLPack 1.0);
+    `legacy` then reports that dl_device and copy were not passed."""
+    method = getattr(type(producer), "__dlpack__", None)
+    if method is None:
+        raise AttributeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), "
+                             f"got {type(producer).__name__}")
+    legacy[0] = False
+    try:
+        if dl_device is None and copy is None:
+            return producer.__dlpack__(max_version=(1, 3))
+        return producer.__dlpack__(max_version=(1, 3), dl_device=dl_device, copy=copy)
+    except TypeError:
+        legacy[0] = True
+    return producer.__dlpack__()

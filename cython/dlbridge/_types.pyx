@@ -1,0 +1,281 @@
+# cython: language_level=3
+"""DType and Device: the value types of dlbridge."""
+import enum
+
+from dlbridge cimport cpp
+
+
+class DeviceType(enum.IntEnum):
+    """The DLPack device types (``DLDeviceType``), as ``__dlpack_device__`` reports them."""
+    CPU = 1
+    CUDA = 2
+    CUDA_HOST = 3
+    OPENCL = 4
+    VULKAN = 7
+    METAL = 8
+    VPI = 9
+    ROCM = 10
+    ROCM_HOST = 11
+    EXT_DEV = 12
+    CUDA_MANAGED = 13
+    ONEAPI = 14
+    WEBGPU = 15
+    HEXAGON = 16
+    MAIA = 17
+    TRN = 18
+
+
+cdef str _view_str(cpp.string_view v):
+    return v.data()[:v.size()].decode("ascii")
+
+
+cdef dict _dtypes = {}        # (code, bits, lanes) -> DType, one instance per dtype
+cdef dict _dtype_names = {}   # every accepted spelling -> DType
+cdef dict _device_names = {}  # "cuda" -> DeviceType.CUDA
+
+
+cdef class DType:
+    """An element type: a DLPack ``(code, bits, lanes)`` triple with a name.
+
+    ``DType(spec)`` accepts a DType, a name (``"float32"``, ``"bfloat16"``,
+    ``"float8_e4m3fn"``), a NumPy typestr (``"<f4"``, ``"f4"``), a NumPy or
+    ml_dtypes dtype or scalar type, a PyTorch dtype, a Python type (``bool``,
+    ``int``, ``float``, ``complex``) or a ``(code, bits[, lanes])`` tuple.
+    Unknown specs raise TypeError naming what was received.
+    """
+
+    def __init__(self, spec):
+        self.value = as_dtype(spec).value
+
+    @property
+    def code(self):
+        """The DLPack type code (``DLDataTypeCode``)."""
+        return self.value.code
+
+    @property
+    def bits(self):
+        """Bits per element (4 and 6 for the packed sub-byte types)."""
+        return self.value.bits
+
+    @property
+    def lanes(self):
+        return self.value.lanes
+
+    @property
+    def itemsize(self):
+        """Bytes per element; 1 for packed sub-byte types (see ``Array.nbytes``)."""
+        return self.value.itemsize()
+
+    @property
+    def name(self):
+        return _view_str(cpp.find_dtype(self.value).name)
+
+    @property
+    def typestr(self):
+        """The NumPy array-interface typestr, or None where NumPy has no native spelling."""
+        s = cpp.find_dtype(self.value).typestr
+        return None if s.empty() else _view_str(s)
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self.value == (<DType>other).value
+        try:
+            return self.value == as_dtype(other).value
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash((self.value.code, self.value.bits, self.value.lanes))
+
+    def __repr__(self):
+        return f"DType('{self.name}')"
+
+    def __str__(self):
+        return self.name
+
+    def __reduce__(self):
+        return (DType, (self.name,))
+
+
+cdef DType dtype_from_cpp(cpp.dtype t):
+    cached = _dtypes.get((t.code, t.bits, t.lanes))
+    if cached is not None:
+        return <DType>cached
+    raise TypeError(f"dtype (code {t.code}, bits {t.bits}, lanes {t.lanes}) is not supported")
+
+
+cdef _init_dtypes():
+    cdef cpp.dtype t
+    for code in range(256):
+        for bits in (4, 6, 8, 16, 32, 64, 128):
+            t = cpp.dtype(code, bits, 1)
+            if not cpp.is_supported(t):
+                continue
+            d = DType.__new__(DType)
+            (<DType>d).value = t
+            _dtypes[(t.code, t.bits, t.lanes)] = d
+            _dtype_names[d.name] = d
+            if d.typestr is not None:
+                _dtype_names[d.typestr] = d
+                _dtype_names[d.typestr[1:]] = d  # "f4"
+                _dtype_names["=" + d.typestr[1:]] = d
+    for alias, target in (("bool_", "bool"), ("float", "float64"), ("int", "int64"),
+                          ("complex", "complex128"), ("half", "float16"), ("single", "float32"),
+                          ("double", "float64"), ("?", "bool")):
+        _dtype_names[alias] = _dtype_names[target]
+    _dtype_names[bool] = _dtype_names["bool"]
+    _dtype_names[int] = _dtype_names["int64"]
+    _dtype_names[float] = _dtype_names["float64"]
+    _dtype_names[complex] = _dtype_names["complex128"]
+
+
+_init_dtypes()
+
+
+cdef bint _all_ints(tuple values):
+    for v in values:
+        if type(v) is not int:
+            return False
+    return True
+
+
+cpdef DType as_dtype(object spec):
+    """The DType that ``spec`` names (see ``DType``); TypeError if none."""
+    if isinstance(spec, DType):
+        return <DType>spec
+    try:
+        found = _dtype_names.get(spec)
+    except TypeError:  # unhashable
+        found = None
+    if found is not None:
+        return <DType>found
+    if isinstance(spec, tuple) and 2 <= len(spec) <= 3 and _all_ints(spec):
+        found = _dtypes.get((spec[0], spec[1], spec[2] if len(spec) == 3 else 1))
+        if found is not None:
+            return <DType>found
+        raise TypeError(f"dtype {spec!r} is not a supported DLPack (code, bits, lanes) triple")
+    module = getattr(type(spec), "__module__", "") or ""
+    if isinstance(spec, type):
+        module = getattr(spec, "__module__", "") or ""
+        if module.startswith(("numpy", "ml_dtypes")):
+            # A NumPy or ml_dtypes scalar type: NumPy is already imported.
+            import numpy
+            return as_dtype(numpy.dtype(spec))
+    elif module.startswith("torch") and str(spec).startswith("torch."):
+        found = _dtype_names.get(str(spec)[6:])
+        if found is not None:
+            return <DType>found
+    elif hasattr(spec, "kind") and hasattr(spec, "itemsize") and hasattr(spec, "byteorder"):
+        # A NumPy dtype (ml_dtypes types included), read without importing NumPy.
+        if spec.byteorder == ">" and spec.itemsize > 1:
+            raise TypeError(f"dtype {spec!r} has non-native (big-endian) byte order")
+        found = _dtype_names.get(spec.name)
+        if found is not None:
+            return <DType>found
+    raise TypeError(f"cannot interpret {spec!r} (of type {type(spec).__name__}) as a dlbridge dtype")
+
+
+cdef class Device:
+    """A device: a DLPack ``(type, id)`` pair.
+
+    ``Device("cpu")``, ``Device("cuda", 1)``, ``Device("cuda:1")``,
+    ``Device(DeviceType.CUDA, 1)`` and ``Device((2, 1))`` (what
+    ``__dlpack_device__`` returns) all work, as do ``torch.device`` objects.
+    """
+
+    def __init__(self, type, id=None):
+        cdef Device d
+        if id is None:
+            d = as_device(type)
+        else:
+            if not isinstance(type, (str, int)):
+                raise TypeError(f"device type must be a name or a DeviceType, got {type!r}")
+            if isinstance(type, str) and ":" in type:
+                raise ValueError(f"give the device id once, got {type!r} and id {id!r}")
+            d = as_device((type, id))
+        self.value = d.value
+
+    @property
+    def type(self):
+        """The DLPack device type, as a DeviceType."""
+        return DeviceType(self.value.type)
+
+    @property
+    def id(self):
+        return self.value.id
+
+    @property
+    def name(self):
+        """The device type's name: ``"cpu"``, ``"cuda"``, ``"cuda_host"``, ..."""
+        return _view_str(cpp.name(self.value.type))
+
+    def __eq__(self, other):
+        if isinstance(other, Device):
+            return self.value == (<Device>other).value
+        try:
+            return self.value == as_device(other).value
+        except (TypeError, ValueError):
+            return NotImplemented
+
+    def __hash__(self):
+        return hash((self.value.type, self.value.id))
+
+    def __repr__(self):
+        return f"Device('{self}')"
+
+    def __str__(self):
+        return f"{self.name}:{self.value.id}" if self.value.id or self.value.type != cpp.kDLCPU else "cpu"
+
+    def __reduce__(self):
+        return (Device, (str(self),))
+
+
+cdef Device device_from_cpp(cpp.device d):
+    cdef Device out = Device.__new__(Device)
+    out.value = d
+    return out
+
+
+cdef _init_devices():
+    for t in DeviceType:
+        _device_names[_view_str(cpp.name(<cpp.DLDeviceType><int>t.value))] = t
+    _device_names["gpu"] = DeviceType.CUDA  # JAX's platform name
+
+
+_init_devices()
+cdef str _device_choices = ", ".join([n for n in _device_names if n != "gpu"])
+
+cdef Device _cpu = device_from_cpp(cpp.device(cpp.kDLCPU, 0))
+
+
+cpdef Device as_device(object spec):
+    """The Device that ``spec`` names; TypeError or ValueError naming what was received."""
+    if isinstance(spec, Device):
+        return <Device>spec
+    if type(spec) is str and spec == "cpu":
+        return _cpu
+    if isinstance(spec, str):
+        name, sep, index = spec.partition(":")
+        if sep and not (index.isdigit() and index.isascii()):
+            raise ValueError(f"device id in {spec!r} must be a non-negative integer")
+        spec = (name, int(index) if sep else 0)
+    elif isinstance(spec, tuple):
+        pass
+    elif type(spec).__module__ == "torch" and type(spec).__name__ == "device":
+        spec = (spec.type, spec.index or 0)
+    elif hasattr(spec, "platform") and hasattr(spec, "id"):  # a JAX device
+        spec = (spec.platform, spec.id)
+    else:
+        raise TypeError(f"cannot interpret {spec!r} (of type {type(spec).__name__}) as a device")
+    if len(spec) != 2:
+        raise TypeError(f"a device tuple is (type, id), got {spec!r}")
+    kind, index = spec
+    if isinstance(kind, str):
+        if kind not in _device_names:
+            raise ValueError(f"unknown device type {kind!r}; expected one of {_device_choices}")
+        kind = _device_names[kind]
+    if not isinstance(kind, int) or not cpp.is_dlpack_device_type(kind):
+        raise ValueError(f"device type {kind!r} is not a DLPack device type")
+    if not isinstance(index, int) or not 0 <= index < 2**31:
+        raise ValueError(f"device id must be an integer in [0, 2**31), got {index!r}")
+    return device_from_cpp(cpp.device(<cpp.DLDeviceType><int>kind, <int>index))

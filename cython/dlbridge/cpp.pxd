@@ -1,0 +1,184 @@
+# The dlbridge C++ core (lib/include/dlbridge), declared for Cython.
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libcpp cimport bool as cbool
+from libcpp.string cimport string
+
+
+cdef extern from "dlbridge/python_errors.hpp" namespace "dlb::python":
+    # Translates the C++ exception in flight into a Python exception.
+    cdef int raise_python_error() except *
+
+
+cdef extern from "dlbridge/dlpack.hpp" namespace "dlb" nogil:
+    ctypedef enum DLDeviceType "dlb::DLDeviceType":
+        kDLCPU
+        kDLCUDA
+        kDLCUDAHost
+        kDLCUDAManaged
+
+    ctypedef struct DLDevice:
+        DLDeviceType device_type
+        int32_t device_id
+
+    ctypedef struct DLDataType:
+        uint8_t code
+        uint8_t bits
+        uint16_t lanes
+
+    ctypedef struct DLTensor:
+        void* data
+        DLDevice device
+        int32_t ndim
+        DLDataType dtype
+        int64_t* shape
+        int64_t* strides
+        uint64_t byte_offset
+
+    ctypedef struct DLManagedTensor:
+        DLTensor dl_tensor
+        void* manager_ctx
+        void (*deleter)(DLManagedTensor*) noexcept
+
+    ctypedef struct DLPackVersion:
+        uint32_t major
+        uint32_t minor
+
+    ctypedef struct DLManagedTensorVersioned:
+        DLPackVersion version
+        void* manager_ctx
+        void (*deleter)(DLManagedTensorVersioned*) noexcept
+        uint64_t flags
+        DLTensor dl_tensor
+
+    const uint32_t dlpack_major_version
+    const uint32_t dlpack_minor_version
+    const uint64_t dlpack_flag_read_only
+    const uint64_t dlpack_flag_is_copied
+    const uint64_t dlpack_flag_is_subbyte_type_padded
+    const char* capsule_name_legacy
+    const char* capsule_name_legacy_used
+    const char* capsule_name_versioned
+    const char* capsule_name_versioned_used
+
+
+cdef extern from "<string_view>" nogil:
+    cdef cppclass string_view "std::string_view":
+        const char* data()
+        size_t size()
+        cbool empty()
+
+
+cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
+    cdef cppclass dtype:
+        uint8_t code
+        uint8_t bits
+        uint16_t lanes
+        dtype()
+        dtype(uint8_t, uint8_t, uint16_t)
+        cbool is_subbyte()
+        size_t itemsize()
+        uint64_t storage_bytes(uint64_t)
+        cbool operator==(dtype)
+
+    cdef cppclass dtype_info:
+        dtype type
+        string_view name
+        string_view typestr
+
+    const dtype_info* find_dtype(dtype)
+    cbool is_supported(dtype)
+
+
+cdef extern from "dlbridge/device.hpp" namespace "dlb" nogil:
+    cdef cppclass device:
+        DLDeviceType type
+        int32_t id
+        device()
+        device(DLDeviceType, int32_t)
+        cbool is_host_accessible()
+        cbool operator==(device)
+
+    cbool is_dlpack_device_type(int64_t)
+    string_view name(DLDeviceType)
+
+
+cdef extern from "dlbridge/layout.hpp" namespace "dlb" nogil:
+    const int32_t max_ndim
+    cdef cppclass extents_t "dlb::extents_t":
+        extents_t()
+        extents_t(const int64_t*, size_t)
+        const int64_t* data()
+        size_t size()
+    cbool is_c_contiguous(extents_t, extents_t)
+    cbool is_f_contiguous(extents_t, extents_t)
+
+
+cdef extern from "dlbridge/tensor.hpp" namespace "dlb" nogil:
+    ctypedef void (*release_fn "dlb::keeper::release_fn")(void*) noexcept nogil
+
+    cdef cppclass tensor:
+        tensor()
+        tensor(const tensor&)
+        tensor& operator=(const tensor&)
+        @staticmethod
+        tensor empty(extents_t, dtype) except +raise_python_error
+        @staticmethod
+        tensor adopt(void*, dtype, device, extents_t, extents_t, cbool, release_fn, void*) except +raise_python_error
+        @staticmethod
+        tensor import_ "import"(DLManagedTensorVersioned*) except +raise_python_error
+        @staticmethod
+        tensor import_ "import"(DLManagedTensor*, cbool) except +raise_python_error
+        tensor restrided(void*, extents_t, extents_t) except +raise_python_error
+        DLManagedTensorVersioned* export_versioned(uint64_t) except +raise_python_error
+        DLManagedTensor* export_legacy() except +raise_python_error
+        cbool has_value()
+        void* data()
+        dtype type()
+        device get_device "device"()
+        int32_t ndim()
+        extents_t shape()
+        extents_t strides()
+        int64_t shape(int32_t)
+        int64_t stride(int32_t)
+        cbool readonly()
+        void set_readonly(cbool)
+        int64_t size()
+        int64_t nbytes()
+        cbool is_c_contiguous()
+        cbool is_f_contiguous()
+        int64_t use_count()
+
+
+cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:
+    cdef enum class scalar_kind "dlb::scalar::kind":
+        boolean
+        signed_int
+        unsigned_int
+        real
+        complex
+
+    cdef cppclass scalar:
+        scalar_kind k
+        int64_t i
+        uint64_t u
+        double re
+        double im
+        @staticmethod
+        scalar from_bool(cbool)
+        @staticmethod
+        scalar from_int(int64_t)
+        @staticmethod
+        scalar from_uint(uint64_t)
+        @staticmethod
+        scalar from_real(double)
+        @staticmethod
+        scalar from_complex(double, double)
+
+    scalar load(dtype, const void*, int64_t)
+    void store(dtype, void*, const scalar&, int64_t)
+    cbool fits(dtype, const scalar&)
+
+
+cdef extern from "dlbridge/copy.hpp" namespace "dlb" nogil:
+    tensor astype(const tensor&, dtype) except +raise_python_error
+    tensor copy(const tensor&) except +raise_python_error

@@ -1,0 +1,12 @@
+// dlbridge: the whole C++ API.
+#pragma once
+
+#include "dlbridge/copy.hpp"
+#include "dlbridge/device.hpp"
+#include "dlbridge/dlpack.hpp"
+#include "dlbridge/dtype.hpp"
+#include "dlbridge/element.hpp"
+#include "dlbridge/layout.hpp"
+#include "dlbridge/tensor.hpp"
+#include "dlbridge/validate.hpp"
+#include "dlbridge/version.hpp"

@@ -1,0 +1,148 @@
+// Element types: the DLPack (code, bits, lanes) triple, its names, and the
+// NumPy typestr spelling used by the array interfaces.
+#pragma once
+
+#include <array>
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "dlbridge/dlpack.hpp"
+
+namespace dlb {
+
+struct dtype {
+  std::uint8_t code = kDLFloat;
+  std::uint8_t bits = 32;
+  std::uint16_t lanes = 1;
+
+  constexpr dtype() = default;
+  constexpr dtype(std::uint8_t c, std::uint8_t b, std::uint16_t l = 1) : code(c), bits(b), lanes(l) {}
+  constexpr dtype(DLDataType t) : code(t.code), bits(t.bits), lanes(t.lanes) {}  // NOLINT
+  constexpr operator DLDataType() const { return {code, bits, lanes}; }         // NOLINT
+  friend constexpr bool operator==(dtype, dtype) = default;
+
+  // Packed sub-byte types (float6, float4) store element i at bit i * bits.
+  [[nodiscard]] constexpr bool is_subbyte() const { return bits * lanes < 8; }
+  // Bytes one element occupies; 1 for packed sub-byte types.
+  [[nodiscard]] constexpr std::size_t itemsize() const {
+    return is_subbyte() ? 1 : std::size_t(bits) * lanes / 8;
+  }
+  // Bytes that `count` contiguous elements occupy (packed for sub-byte types).
+  [[nodiscard]] constexpr std::uint64_t storage_bytes(std::uint64_t count) const {
+    return is_subbyte() ? (count * bits * lanes + 7) / 8 : count * itemsize();
+  }
+};
+
+// Every dtype dlbridge supports, with its name and NumPy typestr. The typestr is
+// empty where NumPy has no native spelling (ml_dtypes types use void 'V').
+struct dtype_info {
+  dtype type;
+  std::string_view name;
+  std::string_view typestr;
+};
+
+inline constexpr std::array<dtype_info, 26> dtype_table{{
+    {{kDLBool, 8}, "bool", "|b1"},
+    {{kDLInt, 8}, "int8", "|i1"},
+    {{kDLInt, 16}, "int16", "<i2"},
+    {{kDLInt, 32}, "int32", "<i4"},
+    {{kDLInt, 64}, "int64", "<i8"},
+    {{kDLUInt, 8}, "uint8", "|u1"},
+    {{kDLUInt, 16}, "uint16", "<u2"},
+    {{kDLUInt, 32}, "uint32", "<u4"},
+    {{kDLUInt, 64}, "uint64", "<u8"},
+    {{kDLFloat, 16}, "float16", "<f2"},
+    {{kDLFloat, 32}, "float32", "<f4"},
+    {{kDLFloat, 64}, "float64", "<f8"},
+    {{kDLBfloat, 16}, "bfloat16", ""},
+    {{kDLComplex, 64}, "complex64", "<c8"},
+    {{kDLComplex, 128}, "complex128", "<c16"},
+    {{kDLFloat8_e3m4, 8}, "float8_e3m4", ""},
+    {{kDLFloat8_e4m3, 8}, "float8_e4m3", ""},
+    {{kDLFloat8_e4m3b11fnuz, 8}, "float8_e4m3b11fnuz", ""},
+    {{kDLFloat8_e4m3fn, 8}, "float8_e4m3fn", ""},
+    {{kDLFloat8_e4m3fnuz, 8}, "float8_e4m3fnuz", ""},
+    {{kDLFloat8_e5m2, 8}, "float8_e5m2", ""},
+    {{kDLFloat8_e5m2fnuz, 8}, "float8_e5m2fnuz", ""},
+    {{kDLFloat8_e8m0fnu, 8}, "float8_e8m0fnu", ""},
+    {{kDLFloat6_e2m3fn, 6}, "float6_e2m3fn", ""},
+    {{kDLFloat6_e3m2fn, 6}, "float6_e3m2fn", ""},
+    {{kDLFloat4_e2m1fn, 4}, "float4_e2m1fn", ""},
+}};
+
+[[nodiscard]] constexpr const dtype_info* find_dtype(dtype t) {
+  for (const auto& info : dtype_table)
+    if (info.type == t) return &info;
+  return nullptr;
+}
+
+[[nodiscard]] constexpr bool is_supported(dtype t) { return find_dtype(t) != nullptr; }
+
+// Whether `code` is any DLPack 1.3 type code (supported or not).
+[[nodiscard]] constexpr bool is_dlpack_code(std::uint8_t code) { return code <= kDLFloat4_e2m1fn; }
+
+[[nodiscard]] constexpr std::string_view name(dtype t) {
+  const auto* info = find_dtype(t);
+  return info ? info->name : std::string_view{};
+}
+
+[[nodiscard]] constexpr std::optional<dtype> dtype_from_name(std::string_view s) {
+  for (const auto& info : dtype_table)
+    if (info.name == s) return info.type;
+  return std::nullopt;
+}
+
+// Parses a NumPy array-interface typestr ("<f4", "|b1", "=i8"). Non-native byte
+// order and kinds NumPy cannot describe natively give nullopt.
+[[nodiscard]] constexpr std::optional<dtype> dtype_from_typestr(std::string_view s) {
+  if (s.size() < 3) return std::nullopt;
+  const char order = s[0];
+  if (order != '<' && order != '=' && order != '|' && order != '>') return std::nullopt;
+  unsigned bytes = 0;
+  for (char c : s.substr(2)) {
+    if (c < '0' || c > '9' || bytes > 1000) return std::nullopt;
+    bytes = bytes * 10 + unsigned(c - '0');
+  }
+  if (order == '>' && bytes > 1) return std::nullopt;  // big-endian data
+  std::uint8_t code = 0;
+  switch (s[1]) {
+    case 'b': code = kDLBool; break;
+    case 'i': code = kDLInt; break;
+    case 'u': code = kDLUInt; break;
+    case 'f': code = kDLFloat; break;
+    case 'c': code = kDLComplex; break;
+    default: return std::nullopt;
+  }
+  const dtype t{code, std::uint8_t(bytes * 8)};
+  if (bytes == 0 || bytes > 16 || !is_supported(t)) return std::nullopt;
+  return t;
+}
+
+// typestr for the array interfaces; empty when NumPy has no native spelling.
+[[nodiscard]] constexpr std::string_view typestr(dtype t) {
+  const auto* info = find_dtype(t);
+  return info ? info->typestr : std::string_view{};
+}
+
+// The dtype of a C++ element type.
+template <class T> inline constexpr dtype dtype_of = [] {
+  static_assert(sizeof(T) == 0, "no DLPack dtype for this C++ type");
+  return dtype{};
+}();
+template <> inline constexpr dtype dtype_of<bool> = {kDLBool, 8};
+template <> inline constexpr dtype dtype_of<std::int8_t> = {kDLInt, 8};
+template <> inline constexpr dtype dtype_of<std::int16_t> = {kDLInt, 16};
+template <> inline constexpr dtype dtype_of<std::int32_t> = {kDLInt, 32};
+template <> inline constexpr dtype dtype_of<std::int64_t> = {kDLInt, 64};
+template <> inline constexpr dtype dtype_of<std::uint8_t> = {kDLUInt, 8};
+template <> inline constexpr dtype dtype_of<std::uint16_t> = {kDLUInt, 16};
+template <> inline constexpr dtype dtype_of<std::uint32_t> = {kDLUInt, 32};
+template <> inline constexpr dtype dtype_of<std::uint64_t> = {kDLUInt, 64};
+template <> inline constexpr dtype dtype_of<float> = {kDLFloat, 32};
+template <> inline constexpr dtype dtype_of<double> = {kDLFloat, 64};
+template <> inline constexpr dtype dtype_of<std::complex<float>> = {kDLComplex, 64};
+template <> inline constexpr dtype dtype_of<std::complex<double>> = {kDLComplex, 128};
+
+}  // namespace dlb

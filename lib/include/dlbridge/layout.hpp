@@ -1,0 +1,160 @@
+// Signed-stride layout arithmetic. Strides are in elements (the DLPack
+// convention); every size computation is checked for int64 overflow.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "dlbridge/dtype.hpp"
+
+namespace dlb {
+
+// The most axes dlbridge accepts (NumPy allows 64).
+inline constexpr std::int32_t max_ndim = 64;
+
+using extents_t = std::span<const std::int64_t>;
+
+[[nodiscard]] constexpr std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+[[nodiscard]] constexpr std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+// Product of the extents; nullopt if it overflows int64. Extents must be >= 0.
+[[nodiscard]] constexpr std::optional<std::int64_t> element_count(extents_t shape) {
+  std::int64_t n = 1;
+  for (auto e : shape) {
+    if (e == 0) return 0;  // an empty axis makes any other product irrelevant
+  }
+  for (auto e : shape) {
+    auto next = checked_mul(n, e);
+    if (!next) return std::nullopt;
+    n = *next;
+  }
+  return n;
+}
+
+[[nodiscard]] constexpr bool is_empty(extents_t shape) {
+  return std::any_of(shape.begin(), shape.end(), [](auto e) { return e == 0; });
+}
+
+// Row-major contiguity. Axes of extent <= 1 are ignored whatever their stride
+// (producers disagree on what to write there), and empty arrays are contiguous.
+[[nodiscard]] constexpr bool is_c_contiguous(extents_t shape, extents_t strides) {
+  if (is_empty(shape)) return true;
+  std::int64_t expected = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+// Column-major contiguity, with the same rules as is_c_contiguous.
+[[nodiscard]] constexpr bool is_f_contiguous(extents_t shape, extents_t strides) {
+  if (is_empty(shape)) return true;
+  std::int64_t expected = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+// Writes row-major strides for `shape`. The element count must not overflow.
+constexpr void c_strides(extents_t shape, std::span<std::int64_t> out) {
+  std::int64_t s = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    out[i] = s;
+    s *= std::max<std::int64_t>(shape[i], 1);
+  }
+}
+
+// The bytes an array touches, relative to its first element: [lo, hi) with
+// lo <= 0 < hi, or [0, 0) when it is empty.
+struct byte_extent {
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+  friend constexpr bool operator==(byte_extent, byte_extent) = default;
+};
+
+// nullopt when an offset overflows int64. Packed sub-byte dtypes are only
+// meaningful C-contiguous; their span is the packed storage size.
+[[nodiscard]] constexpr std::optional<byte_extent> byte_span(extents_t shape, extents_t strides,
+                                                             dtype t) {
+  const auto count = element_count(shape);
+  if (!count) return std::nullopt;
+  if (*count == 0) return byte_extent{};
+  if (t.is_subbyte()) {
+    const auto bytes = checked_mul(*count, t.bits * t.lanes);
+    if (!bytes) return std::nullopt;
+    return byte_extent{0, (*bytes + 7) / 8};
+  }
+  const auto itemsize = static_cast<std::int64_t>(t.itemsize());
+  byte_extent span{0, itemsize};
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] <= 1) continue;
+    const auto step = checked_mul(strides[i], itemsize);
+    if (!step) return std::nullopt;
+    const auto reach = checked_mul(shape[i] - 1, *step);
+    if (!reach) return std::nullopt;
+    auto& bound = *reach < 0 ? span.lo : span.hi;
+    const auto moved = checked_add(bound, *reach);
+    if (!moved) return std::nullopt;
+    bound = *moved;
+  }
+  return span;
+}
+
+// Merges axes that can be walked as one for every operand: drops extent-1 axes,
+// orders axes by the first operand's |stride| (outermost first) and fuses
+// neighbours whose strides chain. `shape` and each operand's strides are
+// rewritten in place; returns the new number of axes. Not for empty arrays.
+template <std::size_t N>
+constexpr std::int32_t coalesce(std::int32_t ndim, std::int64_t* shape,
+                                std::array<std::int64_t*, N> strides) {
+  std::int32_t n = 0;
+  for (std::int32_t i = 0; i < ndim; ++i) {
+    if (shape[i] == 1) continue;
+    shape[n] = shape[i];
+    for (auto* s : strides) s[n] = s[i];
+    ++n;
+  }
+  // Insertion sort: ndim is small, and stability keeps C order among ties.
+  auto magnitude = [](std::int64_t v) { return v < 0 ? -v : v; };
+  for (std::int32_t i = 1; i < n; ++i) {
+    for (std::int32_t j = i; j > 0 && magnitude(strides[0][j - 1]) < magnitude(strides[0][j]); --j) {
+      std::swap(shape[j - 1], shape[j]);
+      for (auto* s : strides) std::swap(s[j - 1], s[j]);
+    }
+  }
+  std::int32_t out = 0;
+  for (std::int32_t i = 0; i < n; ++i) {
+    if (out > 0) {
+      bool chains = true;
+      for (auto* s : strides) chains = chains && s[out - 1] == s[i] * shape[i];
+      if (chains) {
+        shape[out - 1] *= shape[i];
+        for (auto* s : strides) s[out - 1] = s[i];
+        continue;
+      }
+    }
+    shape[out] = shape[i];
+    for (auto* s : strides) s[out] = s[i];
+    ++out;
+  }
+  return out;
+}
+
+}  // namespace dlb

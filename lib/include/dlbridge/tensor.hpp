@@ -1,0 +1,278 @@
+// dlb::tensor: an owning, reference-counted handle on strided memory, and the
+// import/export of DLPack managed tensors (versioned and legacy).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <utility>
+
+#include "dlbridge/device.hpp"
+#include "dlbridge/dlpack.hpp"
+#include "dlbridge/dtype.hpp"
+#include "dlbridge/layout.hpp"
+#include "dlbridge/validate.hpp"
+
+namespace dlb {
+
+// Thrown when a foreign tensor fails validate(); carries the structured error.
+class import_failure : public std::invalid_argument {
+ public:
+  explicit import_failure(import_error e)
+      : std::invalid_argument("invalid tensor: " + e.message()), error_(std::move(e)) {}
+  [[nodiscard]] const import_error& error() const noexcept { return error_; }
+
+ private:
+  import_error error_;
+};
+
+// Releases memory exactly once, when the last tensor referring to it goes, on
+// whichever thread that happens. `release` must be callable from any thread.
+class keeper {
+ public:
+  // Must not throw (Cython cannot mark its callbacks C++ noexcept).
+  using release_fn = void (*)(void* ctx);
+
+  [[nodiscard]] static keeper* make(release_fn release, void* ctx) { return new keeper(release, ctx); }
+  void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void drop() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (release_) release_(ctx_);
+    delete this;
+  }
+  [[nodiscard]] std::int64_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
+
+ private:
+  keeper(release_fn r, void* c) : release_(r), ctx_(c) {}
+  std::atomic<std::int64_t> refs_{1};
+  release_fn release_;
+  void* ctx_;
+};
+
+// Alignment of memory dlbridge allocates (a cache line; enough for AVX-512).
+inline constexpr std::size_t allocation_alignment = 64;
+
+class tensor {
+ public:
+  tensor() noexcept = default;
+  tensor(const tensor& o) : tensor() { *this = o; }
+  tensor(tensor&& o) noexcept { swap(o); }
+  tensor& operator=(const tensor& o) {
+    if (this == &o) return *this;
+    tensor t = o.restrided(o.data_, o.shape(), o.strides());
+    swap(t);
+    return *this;
+  }
+  tensor& operator=(tensor&& o) noexcept {
+    tensor t(std::move(o));  // releases what *this held when t goes
+    swap(t);
+    return *this;
+  }
+  ~tensor() {
+    if (keeper_) keeper_->drop();
+  }
+  void swap(tensor& o) noexcept {
+    std::swap(keeper_, o.keeper_);
+    std::swap(data_, o.data_);
+    std::swap(dtype_, o.dtype_);
+    std::swap(device_, o.device_);
+    std::swap(ndim_, o.ndim_);
+    std::swap(readonly_, o.readonly_);
+    std::swap(dims_, o.dims_);
+  }
+
+  // New C-contiguous host memory, uninitialised. Throws std::length_error when
+  // the size overflows and std::bad_alloc when memory is short.
+  [[nodiscard]] static tensor empty(extents_t shape, dtype type) {
+    if (static_cast<std::int64_t>(shape.size()) > max_ndim) throw std::length_error("too many axes");
+    const auto count = element_count(shape);
+    if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
+      throw std::length_error("array size overflows int64");
+    const std::uint64_t bytes = type.storage_bytes(std::uint64_t(*count));
+    const std::size_t rounded = (std::max<std::uint64_t>(bytes, 1) + allocation_alignment - 1) /
+                                allocation_alignment * allocation_alignment;
+    void* memory = std::aligned_alloc(allocation_alignment, rounded);
+    if (!memory) throw std::bad_alloc();
+    tensor t;
+    t.keeper_ = keeper::make([](void* p) noexcept { std::free(p); }, memory);
+    t.data_ = memory;
+    t.dtype_ = type;
+    t.set_dims(shape, {});
+    return t;
+  }
+
+  // Adopts memory someone else owns: `release(ctx)` runs exactly once when the
+  // last tensor sharing it goes. Empty `strides` means C order. The layout is
+  // checked by validate(); on failure `release` runs and import_failure is thrown.
+  [[nodiscard]] static tensor adopt(void* data, dtype type, device dev, extents_t shape,
+                                    extents_t strides, bool readonly, keeper::release_fn release,
+                                    void* ctx) {
+    DLTensor described{data, dev, std::int32_t(shape.size()), type,
+                       const_cast<std::int64_t*>(shape.data()),
+                       strides.empty() ? nullptr : const_cast<std::int64_t*>(strides.data()), 0};
+    if (shape.size() > std::size_t(max_ndim)) described.ndim = max_ndim + 1;  // let validate say so
+    if (auto error = validate(described)) {
+      if (release) release(ctx);
+      throw import_failure(std::move(*error));
+    }
+    return from_dltensor(described, readonly, release, ctx);
+  }
+
+  // Takes ownership of a producer's tensor. The deleter runs exactly once: when
+  // the last dlb::tensor goes or, if validation fails, before import_failure.
+  [[nodiscard]] static tensor import(DLManagedTensorVersioned* m) {
+    auto error = validate_version(m->version);
+    if (!error) error = validate(m->dl_tensor, m->flags);
+    if (error) {
+      if (m->deleter) m->deleter(m);
+      throw import_failure(std::move(*error));
+    }
+    return from_dltensor(m->dl_tensor, m->flags & dlpack_flag_read_only,
+                         [](void* p) noexcept {
+                           auto* self = static_cast<DLManagedTensorVersioned*>(p);
+                           if (self->deleter) self->deleter(self);
+                         },
+                         m);
+  }
+
+  // The legacy struct cannot say whether the data may be written; the caller
+  // decides (dlbridge's Python layer treats it as read-only, as NumPy does).
+  [[nodiscard]] static tensor import(DLManagedTensor* m, bool readonly) {
+    if (auto error = validate(m->dl_tensor)) {
+      if (m->deleter) m->deleter(m);
+      throw import_failure(std::move(*error));
+    }
+    return from_dltensor(m->dl_tensor, readonly,
+                         [](void* p) noexcept {
+                           auto* self = static_cast<DLManagedTensor*>(p);
+                           if (self->deleter) self->deleter(self);
+                         },
+                         m);
+  }
+
+  // A tensor on the same memory with another layout (views: slices, transposes).
+  // The caller guarantees the new layout stays inside the memory.
+  [[nodiscard]] tensor restrided(void* data, extents_t shape, extents_t strides) const {
+    tensor t;
+    if (keeper_) keeper_->retain();
+    t.keeper_ = keeper_;
+    t.data_ = data;
+    t.dtype_ = dtype_;
+    t.device_ = device_;
+    t.readonly_ = readonly_;
+    t.set_dims(shape, strides);
+    return t;
+  }
+
+  // Exports as a DLPack 1.3 versioned managed tensor: one allocation for the
+  // struct, shape and strides; byte_offset 0; data NULL when empty; strides
+  // always filled. `flags` adds to READ_ONLY, which is set when read-only.
+  [[nodiscard]] DLManagedTensorVersioned* export_versioned(std::uint64_t flags = 0) const {
+    auto* m = allocate_export<DLManagedTensorVersioned>();
+    m->version = {dlpack_major_version, dlpack_minor_version};
+    m->deleter = [](DLManagedTensorVersioned* self) { release_export(self); };
+    m->flags = flags | (readonly_ ? dlpack_flag_read_only : 0);
+    return m;
+  }
+
+  // Exports as a legacy managed tensor. It cannot carry READ_ONLY: callers
+  // must refuse read-only data (the DLPack Python spec says BufferError).
+  [[nodiscard]] DLManagedTensor* export_legacy() const {
+    auto* m = allocate_export<DLManagedTensor>();
+    m->deleter = [](DLManagedTensor* self) { release_export(self); };
+    return m;
+  }
+
+  [[nodiscard]] bool has_value() const noexcept { return keeper_ != nullptr; }
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] dtype type() const noexcept { return dtype_; }
+  [[nodiscard]] dlb::device device() const noexcept { return device_; }
+  [[nodiscard]] std::int32_t ndim() const noexcept { return ndim_; }
+  [[nodiscard]] extents_t shape() const noexcept { return {dims_.get(), std::size_t(ndim_)}; }
+  [[nodiscard]] extents_t strides() const noexcept {
+    return {dims_ ? dims_.get() + ndim_ : nullptr, std::size_t(ndim_)};
+  }
+  [[nodiscard]] std::int64_t shape(std::int32_t i) const noexcept { return dims_[i]; }
+  [[nodiscard]] std::int64_t stride(std::int32_t i) const noexcept { return dims_[ndim_ + i]; }
+  [[nodiscard]] bool readonly() const noexcept { return readonly_; }
+  void set_readonly(bool r) noexcept { readonly_ = r; }
+  // Sizes were checked when the tensor was made, so these cannot overflow.
+  [[nodiscard]] std::int64_t size() const noexcept { return *element_count(shape()); }
+  [[nodiscard]] std::int64_t nbytes() const noexcept { return std::int64_t(dtype_.storage_bytes(size())); }
+  [[nodiscard]] bool is_c_contiguous() const noexcept { return dlb::is_c_contiguous(shape(), strides()); }
+  [[nodiscard]] bool is_f_contiguous() const noexcept { return dlb::is_f_contiguous(shape(), strides()); }
+  // References to the memory (this tensor, its views and exports).
+  [[nodiscard]] std::int64_t use_count() const noexcept { return keeper_ ? keeper_->use_count() : 0; }
+
+ private:
+  [[nodiscard]] static tensor from_dltensor(const DLTensor& t, bool readonly, keeper::release_fn release,
+                                            void* ctx) {
+    tensor out;
+    const extents_t shape(t.shape, std::size_t(t.ndim));
+    const extents_t strides(t.strides, t.strides ? std::size_t(t.ndim) : 0);
+    try {
+      out.set_dims(shape, strides);
+      out.keeper_ = keeper::make(release, ctx);
+    } catch (...) {
+      if (release) release(ctx);
+      throw;
+    }
+    out.data_ = t.data ? static_cast<std::byte*>(t.data) + t.byte_offset : nullptr;
+    out.dtype_ = t.dtype;
+    out.device_ = t.device;
+    out.readonly_ = readonly;
+    return out;
+  }
+
+  void set_dims(extents_t shape, extents_t strides) {
+    ndim_ = std::int32_t(shape.size());
+    dims_ = ndim_ ? std::make_unique<std::int64_t[]>(2 * std::size_t(ndim_)) : nullptr;
+    std::copy(shape.begin(), shape.end(), dims_.get());
+    if (strides.empty())
+      c_strides(shape, {dims_.get() + ndim_, std::size_t(ndim_)});
+    else
+      std::copy(strides.begin(), strides.end(), dims_.get() + ndim_);
+  }
+
+  // The managed struct, then shape and strides, in one block; manager_ctx
+  // holds a reference to the memory.
+  template <class Managed>
+  [[nodiscard]] Managed* allocate_export() const {
+    const std::size_t bytes = sizeof(Managed) + 2 * sizeof(std::int64_t) * std::size_t(ndim_);
+    auto* m = static_cast<Managed*>(std::calloc(1, bytes));
+    if (!m) throw std::bad_alloc();
+    auto* dims = reinterpret_cast<std::int64_t*>(m + 1);
+    std::copy_n(dims_.get(), 2 * std::size_t(ndim_), dims);
+    DLTensor& t = m->dl_tensor;
+    t.data = size() ? data_ : nullptr;
+    t.device = device_;
+    t.ndim = ndim_;
+    t.dtype = dtype_;
+    t.shape = ndim_ ? dims : nullptr;
+    t.strides = ndim_ ? dims + ndim_ : nullptr;
+    t.byte_offset = 0;
+    if (keeper_) keeper_->retain();
+    m->manager_ctx = keeper_;
+    return m;
+  }
+
+  template <class Managed>
+  static void release_export(Managed* m) noexcept {
+    if (auto* k = static_cast<keeper*>(m->manager_ctx)) k->drop();
+    std::free(m);
+  }
+
+  keeper* keeper_ = nullptr;
+  void* data_ = nullptr;
+  dtype dtype_{};
+  dlb::device device_{};
+  std::int32_t ndim_ = 0;
+  bool readonly_ = false;
+  std::unique_ptr<std::int64_t[]> dims_;  // shape, then strides
+};
+
+}  // namespace dlb

@@ -1,0 +1,105 @@
+// The one check every foreign tensor passes before dlbridge reads it, whatever
+// the route it came by (capsule, exchange API, array interfaces, buffer).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dlbridge/device.hpp"
+#include "dlbridge/dlpack.hpp"
+#include "dlbridge/dtype.hpp"
+#include "dlbridge/layout.hpp"
+
+namespace dlb {
+
+// What was wrong with a foreign tensor: which field (and axis), what was
+// expected and what was received.
+struct import_error {
+  std::string_view field;  // a DLTensor / DLManagedTensorVersioned field name
+  std::int32_t axis = -1;  // -1 when the field has no axis
+  std::string expected;
+  std::string received;
+
+  [[nodiscard]] std::string message() const {
+    std::string m(field);
+    m += ": ";
+    if (axis >= 0) m += "axis " + std::to_string(axis) + ": ";
+    return m + "expected " + expected + ", got " + received;
+  }
+};
+
+namespace detail {
+inline std::string describe(dtype t) {
+  return "(code " + std::to_string(t.code) + ", bits " + std::to_string(t.bits) + ", lanes " +
+         std::to_string(t.lanes) + ")";
+}
+}  // namespace detail
+
+[[nodiscard]] inline std::optional<import_error> validate_version(DLPackVersion v) {
+  if (v.major == dlpack_major_version) return std::nullopt;
+  return import_error{"version", -1, "DLPack major version " + std::to_string(dlpack_major_version),
+                      std::to_string(v.major) + "." + std::to_string(v.minor)};
+}
+
+// Checks everything dlbridge relies on before touching a tensor: flags, ndim,
+// device, dtype, shape, strides (NULL means C order), and that data +
+// byte_offset plus the strided span stays inside the address space.
+[[nodiscard]] inline std::optional<import_error> validate(const DLTensor& t,
+                                                          std::uint64_t flags = 0) {
+  using std::to_string;
+  if (flags & ~dlpack_known_flags)
+    return import_error{"flags", -1, "only DLPack 1.3 flag bits (mask 0x7)", "flags " + to_string(flags)};
+  if (flags & dlpack_flag_is_subbyte_type_padded)
+    return import_error{"flags", -1, "packed sub-byte data", "IS_SUBBYTE_TYPE_PADDED"};
+  if (t.ndim < 0 || t.ndim > max_ndim)
+    return import_error{"ndim", -1, "ndim <= " + to_string(max_ndim), to_string(t.ndim)};
+  if (!is_dlpack_device_type(t.device.device_type))
+    return import_error{"device", -1, "a DLPack 1.3 device type",
+                        "device type " + to_string(t.device.device_type)};
+  if (t.device.device_id < 0)
+    return import_error{"device", -1, "device_id >= 0", to_string(t.device.device_id)};
+  const dtype type = t.dtype;
+  if (!is_dlpack_code(type.code))
+    return import_error{"dtype", -1, "a DLPack 1.3 dtype code (0 to 17)",
+                        "dtype code " + to_string(type.code)};
+  if (type.lanes != 1)
+    return import_error{"dtype", -1, "lanes == 1", "lanes " + to_string(type.lanes)};
+  if (!is_supported(type))
+    return import_error{"dtype", -1, "a supported (code, bits) pair", detail::describe(type)};
+  if (t.ndim > 0 && t.shape == nullptr) return import_error{"shape", -1, "a shape array", "NULL"};
+  const extents_t shape(t.shape, static_cast<std::size_t>(t.ndim));
+  for (std::int32_t i = 0; i < t.ndim; ++i)
+    if (shape[i] < 0)
+      return import_error{"shape", i, "extent >= 0", "extent " + to_string(shape[i])};
+  const auto count = element_count(shape);
+  if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
+    return import_error{"shape", -1, "a byte size that fits in int64", "an overflowing element count"};
+  if (*count == 0) return std::nullopt;  // no element is ever read: data and strides are free
+  if (t.data == nullptr) return import_error{"data", -1, "a pointer for a non-empty tensor", "NULL"};
+
+  std::optional<byte_extent> span;
+  if (t.strides == nullptr) {
+    span = byte_extent{0, static_cast<std::int64_t>(type.storage_bytes(std::uint64_t(*count)))};
+  } else {
+    const extents_t strides(t.strides, static_cast<std::size_t>(t.ndim));
+    if (type.is_subbyte() && !is_c_contiguous(shape, strides))
+      return import_error{"strides", -1, "C-contiguous strides for a packed sub-byte dtype",
+                          "non-contiguous strides"};
+    span = byte_span(shape, strides, type);
+    if (!span) return import_error{"strides", -1, "byte offsets that fit in int64", "an overflowing stride"};
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(t.data);
+  if (t.byte_offset > UINTPTR_MAX - base)
+    return import_error{"byte_offset", -1, "an address inside the address space",
+                        "byte_offset " + to_string(t.byte_offset)};
+  const std::uintptr_t first = base + t.byte_offset;
+  if (first < std::uintptr_t(-span->lo) || UINTPTR_MAX - first < std::uintptr_t(span->hi))
+    return import_error{"strides", -1, "a strided span inside the address space",
+                        "a span of [" + to_string(span->lo) + ", " + to_string(span->hi) +
+                            ") bytes around address " + to_string(first)};
+  return std::nullopt;
+}
+
+}  // namespace dlb
