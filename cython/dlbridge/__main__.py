@@ -1,1 +1,125 @@
-"""python -m dlbridge: placeholder replaced below."""
+"""python -m dlbridge: how this installation exchanges arrays, checked live.
+
+Prints the build, then for every array library that imports, moves a small
+array each way (library -> dlbridge and dlbridge -> library) and reports
+whether the exchange shared memory (zero-copy), copied, or failed and why.
+Exits 1 when any exchange failed.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import dlbridge
+
+VALUES = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+@dataclass
+class Library:
+    """How to make, address and import arrays of one library."""
+    name: str
+    module: str
+    make: Callable[[Any], Any]              # module -> a float32 2x3 array of VALUES
+    address: Callable[[Any], int]           # array -> address of its first element
+    from_dlpack: Callable[[Any, Any], Any]  # (module, producer) -> array
+    to_list: Callable[[Any], Any]
+
+
+def _numpy_address(x) -> int:
+    return x.__array_interface__["data"][0]
+
+
+LIBRARIES = [
+    Library("numpy", "numpy",
+            lambda np: np.asarray(VALUES, dtype=np.float32),
+            _numpy_address, lambda np, a: np.from_dlpack(a), lambda x: x.tolist()),
+    Library("torch", "torch",
+            lambda torch: torch.tensor(VALUES, dtype=torch.float32),
+            lambda x: x.data_ptr(), lambda torch, a: torch.from_dlpack(a), lambda x: x.tolist()),
+    Library("jax", "jax.numpy",
+            lambda jnp: jnp.asarray(VALUES, dtype=jnp.float32),
+            lambda x: x.unsafe_buffer_pointer(), lambda jnp, a: jnp.from_dlpack(a), lambda x: x.tolist()),
+    Library("array_api_strict", "array_api_strict",
+            lambda xp: xp.asarray(VALUES, dtype=xp.float32),
+            lambda x: _numpy_address(x._array), lambda xp, a: xp.from_dlpack(a),
+            lambda x: x._array.tolist()),
+    Library("cupy", "cupy",
+            lambda cp: cp.asarray(VALUES, dtype=cp.float32),
+            lambda x: x.data.ptr, lambda cp, a: cp.from_dlpack(a), lambda x: x.get().tolist()),
+]
+
+
+@dataclass
+class Exchange:
+    library: str
+    version: str
+    into_dlbridge: str  # "zero-copy", "copy", "failed: ...", or "not installed"
+    from_dlbridge: str
+
+
+def _verdict(shared: bool, values_ok: bool) -> str:
+    if not values_ok:
+        return "failed: the values changed in transit"
+    return "zero-copy" if shared else "copy"
+
+
+def _failure(error: BaseException) -> str:
+    return f"failed: {type(error).__name__}: {error}"
+
+
+def check(lib: Library) -> Exchange:
+    try:
+        module = importlib.import_module(lib.module)
+    except Exception as error:  # ImportError, or a broken install raising anything
+        reason = "not installed" if isinstance(error, ModuleNotFoundError) else _failure(error)
+        return Exchange(lib.name, "-", reason, reason)
+    version = getattr(sys.modules.get(lib.name, module), "__version__", "?")
+    try:
+        x = lib.make(module)
+        a = dlbridge.from_dlpack(x)
+        into = _verdict(a.data_ptr == lib.address(x), a.tolist() == VALUES)
+    except Exception as error:
+        into = _failure(error)
+    try:
+        source = dlbridge.asarray(VALUES, dtype="float32")
+        y = lib.from_dlpack(module, source)
+        out = _verdict(lib.address(y) == source.data_ptr, lib.to_list(y) == VALUES)
+    except Exception as error:
+        out = _failure(error)
+    return Exchange(lib.name, str(version), into, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlbridge", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = parser.parse_args(argv)
+
+    info = dlbridge.build_info()
+    results = [check(lib) for lib in LIBRARIES]
+    failed = any(r.into_dlbridge.startswith("failed") or r.from_dlbridge.startswith("failed") for r in results)
+    if args.json:
+        print(json.dumps({"build": info, "exchanges": [asdict(r) for r in results]}, indent=2))
+        return 1 if failed else 0
+
+    print(f"dlbridge {info['version']}: DLPack {info['dlpack_version']}, {info['compiler']}, {info['cpp_std']}")
+    if info["cuda"]:
+        gpus = f"{info['gpu_count']} GPU(s)" if info["gpu_count"] else f"no GPU ({info['cuda_status']})"
+        print(f"CUDA backend: built with runtime {info['cuda_version']}; {gpus}")
+    else:
+        print("CUDA backend: not built")
+    print()
+    rows = [("library", "version", "library -> dlbridge", "dlbridge -> library")]
+    rows += [(r.library, r.version, r.into_dlbridge, r.from_dlbridge) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

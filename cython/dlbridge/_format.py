@@ -46,7 +46,7 @@ def _block(a, depth: int, indent: int, summarise: bool, dtype_name: str) -> str:
     if a.ndim == 0:
         return _scalar(a.tolist(), dtype_name)
     n = a.shape[0]
-    rows = list(range(n))
+    rows: list[int | None] = list(range(n))
     if summarise and n > 2 * _EDGE:
         rows = rows[:_EDGE] + [None] + rows[-_EDGE:]
     parts = ["..." if i is None else _block(a[i], depth + 1, indent, summarise, dtype_name) for i in rows]

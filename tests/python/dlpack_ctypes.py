@@ -1,0 +1,288 @@
+"""DLPack structs and capsules built by hand with ctypes, for protocol tests.
+
+This module does not use dlbridge: it is an independent reading of the DLPack
+1.3 ABI (dlpack.h) and the DLPack Python capsule rules, so tests can build
+arbitrary (also invalid) tensors, count deleter calls, and read what
+dlbridge exports field by field.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32, c_int64, c_uint8,
+                    c_uint16, c_uint32, c_uint64, c_void_p, py_object)
+
+# -- the ABI ------------------------------------------------------------------
+
+
+class DLDevice(Structure):
+    _fields_ = [("device_type", c_int32), ("device_id", c_int32)]
+
+
+class DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DLTensor(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", c_int32),
+        ("dtype", DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class DLManagedTensor(Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", c_void_p)]
+
+
+class DLPackVersion(Structure):
+    _fields_ = [("major", c_uint32), ("minor", c_uint32)]
+
+
+class DLManagedTensorVersioned(Structure):
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", c_void_p),
+        ("deleter", c_void_p),
+        ("flags", c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+assert ctypes.sizeof(DLTensor) == 48
+assert ctypes.sizeof(DLManagedTensor) == 64
+assert ctypes.sizeof(DLManagedTensorVersioned) == 80
+
+# Both deleters take a pointer to their own struct; void* is enough to call them.
+DELETER = CFUNCTYPE(None, c_void_p)
+
+FLAG_READ_ONLY = 1 << 0
+FLAG_IS_COPIED = 1 << 1
+FLAG_IS_SUBBYTE_TYPE_PADDED = 1 << 2
+
+FLOAT64 = (2, 64, 1)
+INT32 = (0, 32, 1)
+
+# -- the CPython capsule API --------------------------------------------------
+
+_api = ctypes.pythonapi
+_api.PyCapsule_New.restype = py_object
+_api.PyCapsule_New.argtypes = [c_void_p, c_void_p, c_void_p]
+_api.PyCapsule_GetName.restype = c_char_p
+_api.PyCapsule_GetName.argtypes = [py_object]
+_api.PyCapsule_GetPointer.restype = c_void_p
+_api.PyCapsule_GetPointer.argtypes = [py_object, c_char_p]
+_api.PyCapsule_SetName.restype = c_int
+_api.PyCapsule_SetName.argtypes = [py_object, c_void_p]
+_api.PyCapsule_IsValid.restype = c_int
+_api.PyCapsule_IsValid.argtypes = [py_object, c_char_p]
+
+# Capsule names need static storage: these buffers live as long as the module.
+_names: dict[bytes, ctypes.Array] = {}
+
+
+def _static_name(name: bytes | None):
+    if name is None:
+        return None
+    if name not in _names:
+        _names[name] = ctypes.create_string_buffer(name)
+    return ctypes.addressof(_names[name])
+
+
+def capsule_name(capsule) -> bytes | None:
+    """The capsule's current name (None for a NULL name)."""
+    return _api.PyCapsule_GetName(capsule)
+
+
+# -- hand-built managed tensors -----------------------------------------------
+
+_registry: dict[int, "ManagedTensor"] = {}  # struct address -> its ManagedTensor (kept forever)
+_registry_lock = threading.Lock()
+stray_deleter_calls: list[int] = []  # deleter calls with an address we never handed out
+
+
+def _count_deleter_call(address):
+    with _registry_lock:
+        owner = _registry.get(address)
+    if owner is None:
+        stray_deleter_calls.append(address)
+        return
+    owner.deleter_calls += 1
+    owner.deleter_threads.append(threading.get_ident())
+
+
+_counting_deleter = DELETER(_count_deleter_call)
+
+
+class ManagedTensor:
+    """A DLManagedTensorVersioned (or legacy DLManagedTensor) made by hand.
+
+    Owns every buffer it points into (data, shape, strides) for its whole life;
+    instances are kept in a registry, so pointers handed to a consumer never
+    dangle even if a test drops its reference. `deleter_calls` counts calls of
+    the struct's deleter.
+    """
+
+    def __init__(self, values=(), *, shape=None, strides=None, dtype=FLOAT64, ctype=ctypes.c_double,
+                 device=(1, 0), byte_offset=0, flags=0, version=(1, 3), versioned=True,
+                 data="buffer", ndim=None, deleter=True):
+        values = list(values)
+        self.buffer = (ctype * max(len(values), 1))(*values)
+        if shape is None:
+            shape = (len(values),)
+        self.shape_array = (c_int64 * max(len(shape), 1))(*shape)
+        self.strides_array = None if strides is None else (c_int64 * max(len(strides), 1))(*strides)
+        self.versioned = versioned
+        self.struct = DLManagedTensorVersioned() if versioned else DLManagedTensor()
+        t = self.struct.dl_tensor
+        if data == "buffer":
+            t.data = ctypes.addressof(self.buffer)
+        else:
+            t.data = data  # None (NULL) or an explicit address
+        t.device = DLDevice(*device)
+        t.ndim = len(shape) if ndim is None else ndim
+        t.dtype = DLDataType(*dtype)
+        t.shape = ctypes.cast(self.shape_array, POINTER(c_int64)) if shape else None
+        t.strides = None if self.strides_array is None else ctypes.cast(self.strides_array, POINTER(c_int64))
+        t.byte_offset = byte_offset
+        self.struct.manager_ctx = None
+        self.struct.deleter = ctypes.cast(_counting_deleter, c_void_p).value if deleter else None
+        if versioned:
+            self.struct.version = DLPackVersion(*version)
+            self.struct.flags = flags
+        self.deleter_calls = 0
+        self.deleter_threads: list[int] = []
+        with _registry_lock:
+            _registry[self.address] = self
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.struct)
+
+    @property
+    def data_address(self) -> int:
+        return ctypes.addressof(self.buffer)
+
+    def capsule(self, name: bytes | None = ...):
+        """A new capsule holding this struct, without a destructor (see
+        Producer); the name defaults to the right one for the struct."""
+        if name is ...:
+            name = b"dltensor_versioned" if self.versioned else b"dltensor"
+        return _api.PyCapsule_New(self.address, _static_name(name), None)
+
+
+class Producer:
+    """A minimal DLPack producer: `__dlpack__` hands out one prepared capsule.
+
+    It plays the producer's capsule destructor too: when the Producer goes,
+    a capsule that was not consumed (its name does not start with "used_")
+    has the deleter called, as DLPack's python_spec asks. (A real destructor
+    written as a ctypes callback cannot run safely while an exception is in
+    flight, which is exactly when failed imports drop capsules; Python's
+    __del__ saves and restores the pending exception.)
+    """
+
+    def __init__(self, managed: ManagedTensor, name: bytes | None = ..., device=(1, 0)):
+        self.managed = managed
+        self.capsule = managed.capsule(name)
+        self._device = device
+        self.calls: list[dict] = []
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append(kwargs)
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __del__(self):
+        name = capsule_name(self.capsule)
+        if name is None or not name.startswith(b"used_"):
+            _count_deleter_call(self.managed.address)
+
+
+# -- reading what a producer exports --------------------------------------------
+
+
+class Consumed:
+    """A capsule consumed the way a DLPack consumer does it: renamed to used_...,
+    its struct readable through `managed`/`tensor`, and the deleter called once
+    by `release()`."""
+
+    def __init__(self, capsule):
+        name = capsule_name(capsule)
+        if name == b"dltensor_versioned":
+            self.versioned = True
+            struct_type = DLManagedTensorVersioned
+        elif name == b"dltensor":
+            self.versioned = False
+            struct_type = DLManagedTensor
+        else:
+            raise AssertionError(f"not an unconsumed DLPack capsule: {name!r}")
+        self.name = name
+        self.address = _api.PyCapsule_GetPointer(capsule, name)
+        assert _api.PyCapsule_SetName(capsule, _static_name(b"used_" + name)) == 0
+        self.managed = struct_type.from_address(self.address)
+        self.tensor = self.managed.dl_tensor
+        self.released = False
+
+    @property
+    def version(self):
+        return (self.managed.version.major, self.managed.version.minor)
+
+    @property
+    def flags(self):
+        return self.managed.flags if self.versioned else 0
+
+    @property
+    def shape(self):
+        t = self.tensor
+        return tuple(t.shape[i] for i in range(t.ndim))
+
+    @property
+    def strides(self):
+        t = self.tensor
+        return None if not t.strides else tuple(t.strides[i] for i in range(t.ndim))
+
+    @property
+    def dtype(self):
+        d = self.tensor.dtype
+        return (d.code, d.bits, d.lanes)
+
+    @property
+    def device(self):
+        d = self.tensor.device
+        return (d.device_type, d.device_id)
+
+    def read(self, ctype=ctypes.c_double):
+        """The elements in C order, following shape, strides and byte_offset."""
+        t = self.tensor
+        base = t.data + t.byte_offset
+        shape, strides = self.shape, self.strides
+        if strides is None:
+            strides, step = [], 1
+            for extent in reversed(shape):
+                strides.insert(0, step)
+                step *= extent
+        size = ctypes.sizeof(ctype)
+        out = []
+
+        def walk(axis, offset):
+            if axis == len(shape):
+                out.append(ctype.from_address(base + offset * size).value)
+                return
+            for i in range(shape[axis]):
+                walk(axis + 1, offset + i * strides[axis])
+
+        walk(0, 0)
+        return out
+
+    def release(self):
+        assert not self.released, "released twice"
+        self.released = True
+        if self.managed.deleter:
+            DELETER(self.managed.deleter)(self.address)

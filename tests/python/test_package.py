@@ -1,0 +1,53 @@
+"""What the installed package ships: headers and .pxd files, never .pyx sources."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import dlbridge
+
+PACKAGE = pathlib.Path(dlbridge.__file__).parent
+
+
+def test_get_include_has_the_headers():
+    include = pathlib.Path(dlbridge.get_include())
+    for header in ("dlbridge.hpp", "dlpack.hpp", "dtype.hpp", "device.hpp", "layout.hpp",
+                   "validate.hpp", "tensor.hpp", "element.hpp", "copy.hpp", "version.hpp"):
+        assert (include / "dlbridge" / header).is_file(), header
+    version = (include / "dlbridge" / "version.hpp").read_text()
+    assert f'"{dlbridge.__version__}"' in version
+
+
+def test_pxd_shipped_and_pyx_not():
+    shipped = {p.name for p in PACKAGE.iterdir()}
+    assert {"cpp.pxd", "_types.pxd", "_dlpack.pxd", "_array.pxd"} <= shipped
+    assert not list(PACKAGE.rglob("*.pyx"))
+
+
+def test_headers_compile_without_python(tmp_path):
+    source = tmp_path / "use.cpp"
+    source.write_text(
+        "#include <dlbridge/dlbridge.hpp>\n"
+        "#include <cstdio>\n"
+        "int main() {\n"
+        "  std::int64_t shape[] = {2, 3};\n"
+        "  auto t = dlb::tensor::empty(shape, dlb::dtype_of<float>);\n"
+        "  std::printf(\"%s %lld\\n\", dlb::version, (long long)t.size());\n"
+        "}\n")
+    exe = tmp_path / "use"
+    cxx = os.environ.get("CXX", "c++")
+    subprocess.run([cxx, "-std=c++20", "-I", dlbridge.get_include(), str(source), "-o", str(exe)], check=True)
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split() == \
+        [dlbridge.__version__, "6"]
+
+
+def test_main_job_reports_zero_copy_with_installed_libraries():
+    result = subprocess.run([sys.executable, "-m", "dlbridge", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    import json
+    report = json.loads(result.stdout)
+    assert report["build"]["dlpack_version"] == "1.3"
+    exchanges = {e["library"]: e for e in report["exchanges"]}
+    for library in ("numpy", "torch", "jax", "array_api_strict"):
+        assert exchanges[library]["into_dlbridge"] == "zero-copy", exchanges[library]
+        assert exchanges[library]["from_dlbridge"] == "zero-copy", exchanges[library]
