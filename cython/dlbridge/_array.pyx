@@ -87,27 +87,45 @@ cdef object _to_python(cpp.scalar s):
     return complex(s.re, s.im)
 
 
-cdef cpp.scalar _from_python(value) except *:
+cdef int _scalar_kind(value) except -1:
+    """0 bool, 1 integer, 2 real, 3 complex: the kind of a Python or NumPy scalar
+    (or 0-d array); TypeError for anything else."""
     if isinstance(value, bool):
-        return cpp.scalar.from_bool(value)
-    if isinstance(value, int) or (not isinstance(value, (float, complex)) and hasattr(value, "__index__")):
+        return 0
+    if isinstance(value, int):
+        return 1
+    if isinstance(value, float):
+        return 2
+    if isinstance(value, complex):
+        return 3
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and getattr(value, "shape", None) == ():
+        code = as_dtype(dtype).value.code
+        return 0 if code == 6 else 1 if code <= 1 else 3 if code == 5 else 2
+    if hasattr(value, "__index__"):
+        return 1
+    if hasattr(value, "__float__"):
+        return 2
+    if hasattr(value, "__complex__"):
+        return 3
+    raise TypeError(f"expected a Python scalar (bool, int, float or complex), got {type(value).__name__}")
+
+
+cdef cpp.scalar _from_python(value) except *:
+    cdef int kind = _scalar_kind(value)
+    if kind == 0:
+        return cpp.scalar.from_bool(bool(value))
+    if kind == 1:
         v = operator.index(value)
         if -2**63 <= v < 2**63:
             return cpp.scalar.from_int(v)
         if 0 <= v < 2**64:
             return cpp.scalar.from_uint(v)
         raise OverflowError(f"Python int {v} does not fit in 64 bits")
-    if isinstance(value, complex):
-        return cpp.scalar.from_complex(value.real, value.imag)
-    if isinstance(value, float) or hasattr(value, "__float__"):
-        if hasattr(value, "__complex__") and not hasattr(value, "__float__"):
-            c = complex(value)
-            return cpp.scalar.from_complex(c.real, c.imag)
+    if kind == 2:
         return cpp.scalar.from_real(float(value))
-    if hasattr(value, "__complex__"):
-        c = complex(value)
-        return cpp.scalar.from_complex(c.real, c.imag)
-    raise TypeError(f"expected a Python scalar (bool, int, float or complex), got {type(value).__name__}")
+    c = complex(value)
+    return cpp.scalar.from_complex(c.real, c.imag)
 
 
 cdef void _store_python(cpp.dtype t, void* p, value, int64_t index) except *:
@@ -120,14 +138,11 @@ cdef void _store_python(cpp.dtype t, void* p, value, int64_t index) except *:
 
 
 cdef DType _dtype_of_value(value):
-    """The default dtype of a Python scalar, as the array API sets it."""
-    if isinstance(value, bool):
-        return as_dtype("bool")
-    if isinstance(value, int):
-        return as_dtype("int64" if value < 2**63 else "uint64")
-    if isinstance(value, complex):
-        return as_dtype("complex128")
-    return as_dtype(getattr(value, "dtype", "float64"))
+    """The default dtype of a scalar: its own for NumPy scalars, else as the
+    array API sets it (bool, int64 or uint64, float64, complex128)."""
+    if getattr(value, "shape", None) == () and hasattr(value, "dtype"):
+        return as_dtype(value.dtype)
+    return _common_dtype([value])
 
 
 # ---------------------------------------------------------------------------
@@ -222,8 +237,7 @@ cdef class Array:
     def __iter__(self):
         if self.t.ndim() == 0:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self.t.shape(0)):
-            yield self[i]
+        return (self[i] for i in range(self.t.shape(0)))
 
     # -- DLPack producer ----------------------------------------------------
     def __dlpack_device__(self):
@@ -408,6 +422,16 @@ cdef class Array:
         return wrap(out)
 
 
+cdef object _index_int(k):
+    if not isinstance(k, (bool, Array)):
+        try:
+            return operator.index(k)
+        except TypeError:
+            pass
+    raise IndexError(f"only integers, slices, Ellipsis and None are valid indices, "
+                     f"got {type(k).__name__}")
+
+
 cdef Array _index(Array a, key):
     """Basic indexing: ints, slices (any step), Ellipsis and None; a view."""
     if not isinstance(key, tuple):
@@ -419,9 +443,8 @@ cdef Array _index(Array a, key):
         if k is Ellipsis:
             ellipses += 1
         elif k is not None:
-            if isinstance(k, (bool, Array)) or not (isinstance(k, slice) or hasattr(k, "__index__")):
-                raise IndexError(f"only integers, slices, Ellipsis and None are valid indices, "
-                                 f"got {type(k).__name__}")
+            if not isinstance(k, slice):
+                _index_int(k)
             consumed += 1
     if ellipses > 1:
         raise IndexError("an index can only have a single Ellipsis")
@@ -457,7 +480,7 @@ cdef Array _index(Array a, key):
             axis += 1
         else:
             n = a.t.shape(axis)
-            i = operator.index(k)
+            i = _index_int(k)
             if i < -n or i >= n:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
             offset += (i + n if i < 0 else i) * a.t.stride(axis)
@@ -556,8 +579,11 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         a = _from_cuda_array_interface(obj)
     elif _has_array_interface_data(obj):
         a = _from_array_interface(obj)
-    elif PyObject_CheckBuffer(obj) and not isinstance(obj, (str, bytes)) or isinstance(obj, bytes):
+    elif PyObject_CheckBuffer(obj) and not isinstance(obj, str):
         a = _from_buffer(obj)
+    elif hasattr(obj, "__array_interface__"):
+        raise BufferError("asarray: __array_interface__ without a (pointer, read_only) data tuple "
+                          "needs the object to export the buffer protocol, and it does not")
     else:
         if copy is False:
             raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} must be copied into an array")
@@ -596,8 +622,8 @@ cdef tuple _shape_tuple(interface, str name):
 
 cdef cpp.dtype _typestr_dtype(interface, str name) except *:
     typestr = interface.get("typestr")
-    if not isinstance(typestr, str):
-        raise TypeError(f"{name}: typestr must be a str, got {typestr!r}")
+    if not isinstance(typestr, str) or typestr[:1] not in ("<", ">", "|", "="):
+        raise TypeError(f"{name}: typestr must be a NumPy typestr such as '<f4', got {typestr!r}")
     try:
         return as_dtype(typestr).value
     except TypeError:
@@ -696,6 +722,8 @@ cdef Array _from_buffer(obj):
             raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {view.ndim}")
         for i in range(view.ndim):
             dims[i] = view.shape[i]
+            if view.strides == NULL:  # contiguous exporters (ctypes) may leave strides out
+                continue
             if view.strides[i] % view.itemsize:
                 raise BufferError(f"buffer: axis {i}: expected a byte stride that is a multiple of "
                                   f"the itemsize {view.itemsize}, got {view.strides[i]}")
@@ -705,13 +733,14 @@ cdef Array _from_buffer(obj):
         free(view)
         raise
     out = cpp.tensor.adopt(view.buf, (<DType>dt).value, cpp.device(cpp.kDLCPU, 0),
-                           cpp.extents_t(dims, view.ndim), cpp.extents_t(steps, view.ndim),
+                           cpp.extents_t(dims, view.ndim),
+                           cpp.extents_t(steps, view.ndim if view.strides != NULL else 0),
                            view.readonly, _release_buffer, view)
     return wrap(out)
 
 
 cdef _discover(obj, list shape, int depth, list leaves):
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, (list, tuple, range)):
         if depth >= cpp.max_ndim:
             raise ValueError(f"asarray: nested sequences deeper than {cpp.max_ndim} levels")
         if len(shape) <= depth:
@@ -755,22 +784,25 @@ cdef Array _from_sequence(obj, DType want):
 
 
 cdef DType _common_dtype(list leaves):
-    """bool < int64 (uint64 if needed) < float64 < complex128, as NumPy infers."""
-    cdef int rank = 0
+    """NumPy's inference for lists: the leaves' own dtype when they all share
+    one (NumPy scalars), else the widest kind: bool < int64 (uint64 when
+    needed) < float64 < complex128."""
+    cdef int kind = 0
+    cdef int k
     big = False
+    shared = getattr(leaves[0], "dtype", None)
     for v in leaves:
-        if isinstance(v, bool):
-            continue
-        elif isinstance(v, int) or (hasattr(v, "__index__") and not hasattr(v, "__float__")):
-            rank = max(rank, 1)
-            big = big or v >= 2**63
-        elif isinstance(v, complex) or (hasattr(v, "__complex__") and not hasattr(v, "__float__")):
-            rank = 3
-        else:
-            rank = max(rank, 2)
-    if rank == 1 and big:
+        if shared is not None and getattr(v, "dtype", None) != shared:
+            shared = None
+        k = _scalar_kind(v)
+        if k == 1 and not shared:
+            big = big or operator.index(v) >= 2**63
+        kind = max(kind, k)
+    if shared is not None:
+        return as_dtype(shared)
+    if kind == 1 and big:
         return as_dtype("uint64")
-    return as_dtype(("bool", "int64", "float64", "complex128")[rank])
+    return as_dtype(("bool", "int64", "float64", "complex128")[kind])
 
 
 # ---------------------------------------------------------------------------

@@ -42,26 +42,33 @@ def _scalar(value, dtype_name: str) -> str:
     return str(value)
 
 
-def _block(a, depth: int, indent: int, summarise: bool, dtype_name: str) -> str:
-    if a.ndim == 0:
-        return _scalar(a.tolist(), dtype_name)
-    n = a.shape[0]
+def _block(node, ndim: int, depth: int, indent: int, summarise: bool, dtype_name: str) -> str:
+    """`node` is an Array or the nested lists of its values (packed sub-byte
+    arrays cannot be indexed, so they arrive as lists)."""
+    if ndim == 0:
+        return _scalar(node.tolist() if hasattr(node, "tolist") else node, dtype_name)
+    n = len(node)
     rows: list[int | None] = list(range(n))
     if summarise and n > 2 * _EDGE:
         rows = rows[:_EDGE] + [None] + rows[-_EDGE:]
-    parts = ["..." if i is None else _block(a[i], depth + 1, indent, summarise, dtype_name) for i in rows]
-    if a.ndim == 1:
+    parts = ["..." if i is None else _block(node[i], ndim - 1, depth + 1, indent, summarise, dtype_name)
+             for i in rows]
+    if ndim == 1:
         return "[" + ", ".join(parts) + "]"
-    separator = "," + "\n" * (a.ndim - 1) + " " * (indent + depth + 1)
+    separator = "," + "\n" * (ndim - 1) + " " * (indent + depth + 1)
     return "[" + separator.join(parts) + "]"
 
 
 def format_array(a) -> str:
     suffix = f", dtype={a.dtype.name}"
+    if a.size == 0 and a.ndim != 1:
+        suffix = f", shape={a.shape}" + suffix
     if a.device != "cpu":
         suffix += f", device={a.device}"
+    summarise = a.size > _THRESHOLD
     try:
-        body = _block(a, 0, len("Array("), a.size > _THRESHOLD, a.dtype.name)
-    except (BufferError, TypeError):  # device memory, or packed data that cannot be indexed
+        values = a.tolist() if a.dtype.bits < 8 or not summarise else a
+        body = _block(values, a.ndim, 0, len("Array("), summarise, a.dtype.name)
+    except BufferError:  # memory the CPU cannot read
         body = f"<shape {a.shape}>"
     return f"Array({body}{suffix})"

@@ -119,6 +119,9 @@ cdef _init_dtypes():
                 _dtype_names[d.typestr] = d
                 _dtype_names[d.typestr[1:]] = d  # "f4"
                 _dtype_names["=" + d.typestr[1:]] = d
+                if d.itemsize == 1:  # byte order means nothing for one byte
+                    _dtype_names[">" + d.typestr[1:]] = d
+                    _dtype_names["<" + d.typestr[1:]] = d
     for alias, target in (("bool_", "bool"), ("float", "float64"), ("int", "int64"),
                           ("complex", "complex128"), ("half", "float16"), ("single", "float32"),
                           ("double", "float64"), ("?", "bool")):
@@ -270,6 +273,8 @@ cpdef Device as_device(object spec):
     if len(spec) != 2:
         raise TypeError(f"a device tuple is (type, id), got {spec!r}")
     kind, index = spec
+    if isinstance(kind, bool) or isinstance(index, bool):
+        raise TypeError(f"a device is (type, id), got {spec!r}")
     if isinstance(kind, str):
         if kind not in _device_names:
             raise ValueError(f"unknown device type {kind!r}; expected one of {_device_choices}")

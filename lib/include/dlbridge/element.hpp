@@ -36,7 +36,7 @@ struct float_format {
       case specials::ieee: return magnitude_mask() & ~((1u << (mantissa_bits - 1)) - 1);
       case specials::fn: return magnitude_mask();
       case specials::fnuz: return sign_bit();
-      case specials::finite: return sign_bit();  // ml_dtypes writes NaN as -0
+      case specials::finite: return sign_bit();  // no NaN: see encode()
       case specials::exponent: return magnitude_mask();
     }
     return 0;
@@ -89,7 +89,8 @@ inline constexpr float_format float16{5, 10, 15, k::ieee}, bfloat16{8, 7, 127, k
   using k = float_format::specials;
   const bool negative = code & f.sign_bit();
   const std::uint32_t magnitude = code & f.magnitude_mask();
-  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // NaN keeps the sign bit of its code, as NumPy and ml_dtypes do.
+  const double nan = std::copysign(std::numeric_limits<double>::quiet_NaN(), negative ? -1.0 : 1.0);
   const std::uint32_t exponent = magnitude >> f.mantissa_bits;
   const std::uint32_t mantissa = magnitude & ((1u << f.mantissa_bits) - 1);
   if (f.kind == k::exponent) return magnitude == f.nan_code() ? nan : std::ldexp(1.0, int(exponent) - f.bias);
@@ -108,8 +109,14 @@ inline constexpr float_format float16{5, 10, 15, k::ieee}, bfloat16{8, 7, 127, k
 // where it has one, else NaN, except finite formats, which saturate.
 [[nodiscard]] inline std::uint32_t encode(const float_format& f, double v) {
   using k = float_format::specials;
-  if (std::isnan(v)) return f.nan_code();
   const bool negative = std::signbit(v);
+  // Formats with a signed NaN keep its sign (NumPy, ml_dtypes); fnuz and e8m0
+  // have a single NaN code; float6/float4 have none, and ml_dtypes writes the
+  // zero of opposite sign, which we match bit for bit.
+  if (std::isnan(v)) {
+    if (f.kind == k::finite) return negative ? 0 : f.sign_bit();
+    return (negative && (f.kind == k::ieee || f.kind == k::fn) ? f.sign_bit() : 0) | f.nan_code();
+  }
   if (f.kind == k::exponent && (negative || v == 0)) return f.nan_code();
   const std::uint32_t sign = negative ? f.sign_bit() : 0;
   const double a = std::fabs(v);

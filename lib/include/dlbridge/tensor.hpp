@@ -86,9 +86,12 @@ class tensor {
   }
 
   // New C-contiguous host memory, uninitialised. Throws std::length_error when
-  // the size overflows and std::bad_alloc when memory is short.
+  // the size overflows, std::invalid_argument for a negative extent and
+  // std::bad_alloc when memory is short.
   [[nodiscard]] static tensor empty(extents_t shape, dtype type) {
     if (static_cast<std::int64_t>(shape.size()) > max_ndim) throw std::length_error("too many axes");
+    for (auto e : shape)
+      if (e < 0) throw std::invalid_argument("negative extent");
     const auto count = element_count(shape);
     if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
       throw std::length_error("array size overflows int64");

@@ -95,7 +95,8 @@ inline std::string describe(dtype t) {
     return import_error{"byte_offset", -1, "an address inside the address space",
                         "byte_offset " + to_string(t.byte_offset)};
   const std::uintptr_t first = base + t.byte_offset;
-  if (first < std::uintptr_t(-span->lo) || UINTPTR_MAX - first < std::uintptr_t(span->hi))
+  // -lo computed in unsigned arithmetic: lo may be INT64_MIN.
+  if (first < std::uintptr_t(0) - std::uintptr_t(span->lo) || UINTPTR_MAX - first < std::uintptr_t(span->hi))
     return import_error{"strides", -1, "a strided span inside the address space",
                         "a span of [" + to_string(span->lo) + ", " + to_string(span->hi) +
                             ") bytes around address " + to_string(first)};

@@ -1,0 +1,189 @@
+// dlbridge/dtype.hpp: the dtype triple, its table of names and typestrs.
+#include <doctest/doctest.h>
+
+#include <complex>
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "dlbridge/dtype.hpp"
+
+using dlb::dtype;
+
+TEST_CASE("dtype: defaults, conversions and equality") {
+  constexpr dtype d;
+  static_assert(d.code == dlb::kDLFloat && d.bits == 32 && d.lanes == 1);
+  const dtype t{dlb::kDLInt, 16, 2};
+  const dlb::DLDataType raw = t;
+  CHECK(raw.code == dlb::kDLInt);
+  CHECK(raw.bits == 16);
+  CHECK(raw.lanes == 2);
+  CHECK(dtype(raw) == t);
+  CHECK(dtype{dlb::kDLInt, 16} != t);
+  CHECK(dtype{dlb::kDLUInt, 16, 2} != t);
+  CHECK(dtype{dlb::kDLInt, 8, 2} != t);
+}
+
+TEST_CASE("dtype: the table") {
+  CHECK(dlb::dtype_table.size() == 26);
+  std::set<std::string> names;
+  std::set<std::uint32_t> keys;
+  for (const auto& info : dlb::dtype_table) {
+    CAPTURE(info.name);
+    CHECK(info.type.lanes == 1);
+    CHECK(names.insert(std::string(info.name)).second);
+    CHECK(keys.insert(std::uint32_t(info.type.code) << 8 | info.type.bits).second);
+    CHECK(dlb::is_supported(info.type));
+    CHECK(dlb::is_dlpack_code(info.type.code));
+    CHECK(dlb::find_dtype(info.type) == &info);
+    CHECK(dlb::name(info.type) == info.name);
+    CHECK(dlb::dtype_from_name(info.name) == info.type);
+    CHECK(dlb::typestr(info.type) == info.typestr);
+  }
+  // Every DLPack 1.3 code but the opaque handle has at least one entry.
+  for (std::uint8_t code = 0; code <= dlb::kDLFloat4_e2m1fn; ++code) {
+    bool found = false;
+    for (const auto& info : dlb::dtype_table) found = found || info.type.code == code;
+    CHECK(found == (code != dlb::kDLOpaqueHandle));
+  }
+}
+
+TEST_CASE("dtype: names") {
+  CHECK(dlb::name(dtype{dlb::kDLBool, 8}) == "bool");
+  CHECK(dlb::name(dtype{dlb::kDLInt, 64}) == "int64");
+  CHECK(dlb::name(dtype{dlb::kDLUInt, 8}) == "uint8");
+  CHECK(dlb::name(dtype{dlb::kDLFloat, 16}) == "float16");
+  CHECK(dlb::name(dtype{dlb::kDLBfloat, 16}) == "bfloat16");
+  CHECK(dlb::name(dtype{dlb::kDLComplex, 128}) == "complex128");
+  CHECK(dlb::name(dtype{dlb::kDLFloat8_e4m3fn, 8}) == "float8_e4m3fn");
+  CHECK(dlb::name(dtype{dlb::kDLFloat8_e8m0fnu, 8}) == "float8_e8m0fnu");
+  CHECK(dlb::name(dtype{dlb::kDLFloat6_e3m2fn, 6}) == "float6_e3m2fn");
+  CHECK(dlb::name(dtype{dlb::kDLFloat4_e2m1fn, 4}) == "float4_e2m1fn");
+  // Unsupported triples have no name.
+  CHECK(dlb::name(dtype{dlb::kDLFloat, 8}).empty());
+  CHECK(dlb::name(dtype{dlb::kDLFloat, 32, 4}).empty());
+  CHECK(dlb::name(dtype{dlb::kDLBool, 1}).empty());
+  CHECK(dlb::name(dtype{dlb::kDLOpaqueHandle, 64}).empty());
+  CHECK(dlb::name(dtype{dlb::kDLFloat4_e2m1fn, 8}).empty());
+  CHECK(dlb::name(dtype{99, 32}).empty());
+  CHECK_FALSE(dlb::dtype_from_name("float128"));
+  CHECK_FALSE(dlb::dtype_from_name("Float32"));
+  CHECK_FALSE(dlb::dtype_from_name(""));
+  CHECK_FALSE(dlb::dtype_from_name("float32 "));
+}
+
+TEST_CASE("dtype: DLPack codes") {
+  CHECK(dlb::is_dlpack_code(0));
+  CHECK(dlb::is_dlpack_code(dlb::kDLOpaqueHandle));
+  CHECK(dlb::is_dlpack_code(17));
+  CHECK_FALSE(dlb::is_dlpack_code(18));
+  CHECK_FALSE(dlb::is_dlpack_code(99));
+  CHECK_FALSE(dlb::is_dlpack_code(255));
+  CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLInt, 32, 2}));
+  CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLComplex, 32}));
+  CHECK(dlb::is_supported(dtype{dlb::kDLComplex, 64}));
+}
+
+TEST_CASE("dtype: typestr round trips") {
+  int with_typestr = 0;
+  for (const auto& info : dlb::dtype_table) {
+    if (info.typestr.empty()) continue;
+    ++with_typestr;
+    CAPTURE(info.name);
+    CHECK(dlb::dtype_from_typestr(info.typestr) == info.type);
+    CHECK(dlb::typestr(*dlb::dtype_from_typestr(info.typestr)) == info.typestr);
+    // '=' (native) is accepted wherever '<' or '|' is.
+    std::string native(info.typestr);
+    native[0] = '=';
+    CHECK(dlb::dtype_from_typestr(native) == info.type);
+  }
+  CHECK(with_typestr == 14);  // bool, 8 ints, 3 floats, 2 complex
+  CHECK(dlb::typestr(dtype{dlb::kDLFloat, 32}) == "<f4");
+  CHECK(dlb::typestr(dtype{dlb::kDLComplex, 128}) == "<c16");
+  CHECK(dlb::typestr(dtype{dlb::kDLBool, 8}) == "|b1");
+  CHECK(dlb::typestr(dtype{dlb::kDLUInt, 8}) == "|u1");
+  // No native NumPy spelling: empty.
+  CHECK(dlb::typestr(dtype{dlb::kDLBfloat, 16}).empty());
+  CHECK(dlb::typestr(dtype{dlb::kDLFloat8_e5m2, 8}).empty());
+  CHECK(dlb::typestr(dtype{dlb::kDLFloat4_e2m1fn, 4}).empty());
+  CHECK(dlb::typestr(dtype{dlb::kDLFloat, 32, 2}).empty());
+  static_assert(dlb::dtype_from_typestr("<i8") == dtype{dlb::kDLInt, 64});
+}
+
+TEST_CASE("dtype: dtype_from_typestr accepts the lenient spellings") {
+  CHECK(dlb::dtype_from_typestr("|i1") == dtype{dlb::kDLInt, 8});
+  CHECK(dlb::dtype_from_typestr("<u1") == dtype{dlb::kDLUInt, 8});
+  CHECK(dlb::dtype_from_typestr("<b1") == dtype{dlb::kDLBool, 8});
+  // Byte order is meaningless for one byte, so '>' is fine there.
+  CHECK(dlb::dtype_from_typestr(">i1") == dtype{dlb::kDLInt, 8});
+  CHECK(dlb::dtype_from_typestr(">b1") == dtype{dlb::kDLBool, 8});
+  CHECK(dlb::dtype_from_typestr("=c8") == dtype{dlb::kDLComplex, 64});
+}
+
+TEST_CASE("dtype: dtype_from_typestr rejects big-endian and unknown typestrs") {
+  for (const char* s : {">i2", ">i4", ">i8", ">u2", ">u8", ">f2", ">f4", ">f8", ">c8", ">c16"}) {
+    CAPTURE(s);
+    CHECK_FALSE(dlb::dtype_from_typestr(s));
+  }
+  for (const char* s : {"", "<", "<f", "f4", "<f0", "<f3", "<f16", "<f32", "<i16", "<c4", "<c32", "<b2",
+                        "<V2", "|V16", "<S4", "<U4", "<M8", "<m8", "|O8", "<F4", "xf4", "!f4", " <f4",
+                        "<f4 ", "<f-4", "<fa", "<f99999999999999999999"}) {
+    CAPTURE(s);
+    CHECK_FALSE(dlb::dtype_from_typestr(s));
+  }
+  CHECK_FALSE(dlb::dtype_from_typestr(std::string_view("<i4\0", 4)));
+}
+
+TEST_CASE("dtype: itemsize, sub-byte packing and storage_bytes") {
+  constexpr dtype f4{dlb::kDLFloat4_e2m1fn, 4}, f6{dlb::kDLFloat6_e2m3fn, 6}, f8{dlb::kDLFloat8_e4m3fn, 8};
+  static_assert(f4.is_subbyte() && f6.is_subbyte() && !f8.is_subbyte());
+  CHECK(f4.itemsize() == 1);
+  CHECK(f6.itemsize() == 1);
+  CHECK(f8.itemsize() == 1);
+  // Packed: ceil(count * bits / 8).
+  CHECK(f4.storage_bytes(0) == 0);
+  CHECK(f4.storage_bytes(1) == 1);
+  CHECK(f4.storage_bytes(2) == 1);
+  CHECK(f4.storage_bytes(3) == 2);
+  CHECK(f4.storage_bytes(7) == 4);
+  CHECK(f6.storage_bytes(1) == 1);
+  CHECK(f6.storage_bytes(2) == 2);
+  CHECK(f6.storage_bytes(4) == 3);
+  CHECK(f6.storage_bytes(5) == 4);
+  CHECK(f6.storage_bytes(1000) == 750);
+  CHECK(f8.storage_bytes(5) == 5);
+  // Two float4 lanes make a whole byte: no longer sub-byte.
+  constexpr dtype f4x2{dlb::kDLFloat4_e2m1fn, 4, 2};
+  CHECK_FALSE(f4x2.is_subbyte());
+  CHECK(f4x2.itemsize() == 1);
+  CHECK(f4x2.storage_bytes(3) == 3);
+  // Whole-byte types.
+  CHECK(dtype{dlb::kDLBool, 8}.itemsize() == 1);
+  CHECK(dtype{dlb::kDLInt, 16}.itemsize() == 2);
+  CHECK(dtype{dlb::kDLFloat, 64}.itemsize() == 8);
+  CHECK(dtype{dlb::kDLComplex, 128}.itemsize() == 16);
+  CHECK(dtype{dlb::kDLComplex, 128}.storage_bytes(3) == 48);
+  CHECK(dtype{dlb::kDLFloat, 32, 4}.itemsize() == 16);
+  CHECK(dtype{dlb::kDLInt, 32}.storage_bytes(5) == 20);
+}
+
+TEST_CASE("dtype: dtype_of") {
+  static_assert(dlb::dtype_of<bool> == dtype{dlb::kDLBool, 8});
+  static_assert(dlb::dtype_of<std::int8_t> == dtype{dlb::kDLInt, 8});
+  static_assert(dlb::dtype_of<std::int16_t> == dtype{dlb::kDLInt, 16});
+  static_assert(dlb::dtype_of<std::int32_t> == dtype{dlb::kDLInt, 32});
+  static_assert(dlb::dtype_of<std::int64_t> == dtype{dlb::kDLInt, 64});
+  static_assert(dlb::dtype_of<std::uint8_t> == dtype{dlb::kDLUInt, 8});
+  static_assert(dlb::dtype_of<std::uint16_t> == dtype{dlb::kDLUInt, 16});
+  static_assert(dlb::dtype_of<std::uint32_t> == dtype{dlb::kDLUInt, 32});
+  static_assert(dlb::dtype_of<std::uint64_t> == dtype{dlb::kDLUInt, 64});
+  static_assert(dlb::dtype_of<float> == dtype{dlb::kDLFloat, 32});
+  static_assert(dlb::dtype_of<double> == dtype{dlb::kDLFloat, 64});
+  static_assert(dlb::dtype_of<std::complex<float>> == dtype{dlb::kDLComplex, 64});
+  static_assert(dlb::dtype_of<std::complex<double>> == dtype{dlb::kDLComplex, 128});
+  // Each one has the size of its C++ type and a table entry.
+  CHECK(dlb::dtype_of<std::complex<double>>.itemsize() == sizeof(std::complex<double>));
+  CHECK(dlb::dtype_of<bool>.itemsize() == sizeof(bool));
+  CHECK(dlb::name(dlb::dtype_of<std::uint16_t>) == "uint16");
+  CHECK(dlb::name(dlb::dtype_of<std::complex<float>>) == "complex64");
+}

@@ -1,0 +1,776 @@
+// dlbridge/tensor.hpp: ownership (empty, adopt, import), the deleter contract,
+// export, round trips and views.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlbridge/tensor.hpp"
+
+namespace {
+using vec = std::vector<std::int64_t>;
+const dlb::dtype f32{dlb::kDLFloat, 32}, i32{dlb::kDLInt, 32}, f64{dlb::kDLFloat, 64};
+
+// Counts how often a release function or deleter ran, and on which thread.
+struct counter {
+  std::atomic<int> calls{0};
+  std::thread::id thread;
+  void hit() {
+    thread = std::this_thread::get_id();
+    calls.fetch_add(1);
+  }
+};
+
+void count_release(void* ctx) noexcept { static_cast<counter*>(ctx)->hit(); }
+
+// A producer's heap-allocated managed tensor whose deleter frees it and
+// reports to a counter.
+template <class Managed>
+struct box {
+  Managed m{};
+  std::int64_t shape[8] = {};
+  std::int64_t strides[8] = {};
+  counter* c = nullptr;
+  static void deleter(Managed* self) {
+    auto* b = static_cast<box*>(self->manager_ctx);
+    b->c->hit();
+    delete b;
+  }
+};
+
+template <class Managed>
+Managed* make_managed(counter& c, void* data, dlb::dtype type, const vec& shape,
+                      const std::optional<vec>& strides = std::nullopt) {
+  auto* b = new box<Managed>;
+  b->c = &c;
+  b->m.manager_ctx = b;
+  b->m.deleter = &box<Managed>::deleter;
+  auto& t = b->m.dl_tensor;
+  t.data = data;
+  t.device = {dlb::kDLCPU, 0};
+  t.ndim = std::int32_t(shape.size());
+  t.dtype = type;
+  std::copy(shape.begin(), shape.end(), b->shape);
+  t.shape = b->shape;
+  if (strides) {
+    std::copy(strides->begin(), strides->end(), b->strides);
+    t.strides = b->strides;
+  }
+  return &b->m;
+}
+
+dlb::DLManagedTensorVersioned* make_versioned(counter& c, void* data, dlb::dtype type, const vec& shape,
+                                              const std::optional<vec>& strides = std::nullopt,
+                                              std::uint64_t flags = 0) {
+  auto* m = make_managed<dlb::DLManagedTensorVersioned>(c, data, type, shape, strides);
+  m->version = {1, 3};
+  m->flags = flags;
+  return m;
+}
+
+dlb::DLManagedTensor* make_legacy(counter& c, void* data, dlb::dtype type, const vec& shape,
+                                  const std::optional<vec>& strides = std::nullopt) {
+  return make_managed<dlb::DLManagedTensor>(c, data, type, shape, strides);
+}
+
+vec to_vec(dlb::extents_t e) { return vec(e.begin(), e.end()); }
+vec ones(std::size_t n) { return vec(n, 1); }
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// empty()
+
+TEST_CASE("tensor: a default tensor holds nothing") {
+  const dlb::tensor t;
+  CHECK_FALSE(t.has_value());
+  CHECK(t.use_count() == 0);
+  CHECK(t.data() == nullptr);
+  CHECK(t.ndim() == 0);
+  CHECK(t.shape().empty());
+  CHECK(t.strides().empty());
+  const dlb::tensor copy = t;
+  CHECK_FALSE(copy.has_value());
+}
+
+TEST_CASE("tensor: empty() allocates C-contiguous host memory") {
+  auto t = dlb::tensor::empty(vec{2, 3}, f32);
+  CHECK(t.has_value());
+  CHECK(t.data() != nullptr);
+  CHECK(reinterpret_cast<std::uintptr_t>(t.data()) % dlb::allocation_alignment == 0);
+  CHECK(t.type() == f32);
+  CHECK(t.device() == dlb::device{dlb::kDLCPU, 0});
+  CHECK(t.ndim() == 2);
+  CHECK(to_vec(t.shape()) == vec{2, 3});
+  CHECK(to_vec(t.strides()) == vec{3, 1});
+  CHECK(t.shape(1) == 3);
+  CHECK(t.stride(0) == 3);
+  CHECK(t.size() == 6);
+  CHECK(t.nbytes() == 24);
+  CHECK(t.is_c_contiguous());
+  CHECK_FALSE(t.is_f_contiguous());
+  CHECK_FALSE(t.readonly());
+  CHECK(t.use_count() == 1);
+  std::memset(t.data(), 0xAB, std::size_t(t.nbytes()));  // the memory is really there
+}
+
+TEST_CASE("tensor: empty() of 0-d, empty and sub-byte shapes") {
+  auto scalar = dlb::tensor::empty(vec{}, f64);
+  CHECK(scalar.ndim() == 0);
+  CHECK(scalar.size() == 1);
+  CHECK(scalar.nbytes() == 8);
+  CHECK(scalar.data() != nullptr);
+
+  auto none = dlb::tensor::empty(vec{0, 5}, f32);
+  CHECK(none.size() == 0);
+  CHECK(none.nbytes() == 0);
+  CHECK(to_vec(none.strides()) == vec{5, 1});
+
+  auto packed = dlb::tensor::empty(vec{5}, dlb::dtype{dlb::kDLFloat4_e2m1fn, 4});
+  CHECK(packed.size() == 5);
+  CHECK(packed.nbytes() == 3);
+  auto packed6 = dlb::tensor::empty(vec{2, 2}, dlb::dtype{dlb::kDLFloat6_e2m3fn, 6});
+  CHECK(packed6.nbytes() == 3);
+}
+
+TEST_CASE("tensor: empty() refuses impossible shapes") {
+  CHECK_NOTHROW((void)dlb::tensor::empty(ones(64), f32));
+  CHECK_THROWS_AS((void)dlb::tensor::empty(ones(65), f32), std::length_error);
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::numeric_limits<std::int64_t>::max(), 2}, f32),
+                  std::length_error);
+  // The count fits, the bytes do not.
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 61}, f64), std::length_error);
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 60}, dlb::dtype{dlb::kDLComplex, 128}),
+                  std::length_error);
+  // Negative extents are no shape at all.
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{-1}, f32), std::invalid_argument);
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{3, -2}, f32), std::invalid_argument);
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{0, -2}, f32), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------
+// Copies, moves and views
+
+TEST_CASE("tensor: copies share the memory, moves transfer it") {
+  counter c;
+  std::vector<float> buf(6);
+  {
+    auto a = dlb::tensor::adopt(buf.data(), f32, {}, vec{2, 3}, {}, false, count_release, &c);
+    CHECK(a.use_count() == 1);
+    dlb::tensor b = a;
+    CHECK(a.use_count() == 2);
+    CHECK(b.data() == a.data());
+    CHECK(to_vec(b.shape()) == to_vec(a.shape()));
+    dlb::tensor d;
+    d = b;
+    CHECK(a.use_count() == 3);
+    auto& alias = d;
+    d = alias;  // self-assignment changes nothing
+    CHECK(a.use_count() == 3);
+    CHECK(d.data() == a.data());
+
+    dlb::tensor e = std::move(d);
+    CHECK_FALSE(d.has_value());  // NOLINT(bugprone-use-after-move): moved-from is empty
+    CHECK(a.use_count() == 3);
+    dlb::tensor f;
+    f = std::move(e);
+    CHECK_FALSE(e.has_value());  // NOLINT(bugprone-use-after-move)
+    CHECK(f.use_count() == 3);
+    CHECK(c.calls == 0);
+  }
+  CHECK(c.calls == 1);
+}
+
+TEST_CASE("tensor: assigning over a tensor releases what it held") {
+  counter first, second;
+  float x = 0, y = 0;
+  auto a = dlb::tensor::adopt(&x, f32, {}, vec{}, {}, false, count_release, &first);
+  auto b = dlb::tensor::adopt(&y, f32, {}, vec{}, {}, false, count_release, &second);
+  a = std::move(b);
+  CHECK(first.calls == 1);
+  CHECK(second.calls == 0);
+  CHECK(a.data() == &y);
+  auto d = dlb::tensor::adopt(&x, f32, {}, vec{}, {}, false, count_release, &first);
+  d = a;  // copy-assign
+  CHECK(first.calls == 2);
+  CHECK(a.use_count() == 2);
+  a = dlb::tensor();
+  d = dlb::tensor();
+  CHECK(second.calls == 1);
+}
+
+TEST_CASE("tensor: restrided views share memory") {
+  auto t = dlb::tensor::empty(vec{2, 3}, i32);
+  auto* p = static_cast<std::int32_t*>(t.data());
+  for (int i = 0; i < 6; ++i) p[i] = i;
+
+  auto transposed = t.restrided(t.data(), vec{3, 2}, vec{1, 3});
+  CHECK(t.use_count() == 2);
+  CHECK(transposed.use_count() == 2);
+  CHECK(transposed.data() == t.data());
+  CHECK(transposed.type() == i32);
+  CHECK(transposed.is_f_contiguous());
+  CHECK_FALSE(transposed.is_c_contiguous());
+  CHECK(to_vec(transposed.strides()) == vec{1, 3});
+
+  auto reversed = t.restrided(p + 5, vec{6}, vec{-1});
+  CHECK(t.use_count() == 3);
+  CHECK(static_cast<std::int32_t*>(reversed.data())[-2] == 3);
+
+  // Writes through a view land in the original memory.
+  static_cast<std::int32_t*>(transposed.data())[transposed.stride(0) * 2 + transposed.stride(1) * 1] = 42;
+  CHECK(p[5] == 42);
+
+  // A view without strides is C order.
+  auto flat = t.restrided(t.data(), vec{6}, {});
+  CHECK(to_vec(flat.strides()) == vec{1});
+
+  // Views keep the memory alive after the original goes.
+  t = dlb::tensor();
+  CHECK(transposed.use_count() == 3);
+  CHECK(static_cast<std::int32_t*>(reversed.data())[0] == 42);
+}
+
+TEST_CASE("tensor: views inherit read-only; set_readonly is per handle") {
+  auto t = dlb::tensor::empty(vec{4}, f32);
+  t.set_readonly(true);
+  auto v = t.restrided(t.data(), vec{2}, vec{2});
+  CHECK(v.readonly());
+  dlb::tensor copy = t;
+  CHECK(copy.readonly());
+  v.set_readonly(false);
+  CHECK_FALSE(v.readonly());
+  CHECK(t.readonly());
+}
+
+// ---------------------------------------------------------------------------
+// adopt()
+
+TEST_CASE("tensor: adopt() takes foreign memory and releases it once") {
+  counter c;
+  std::vector<double> buf(6, 1.5);
+  {
+    auto t = dlb::tensor::adopt(buf.data(), f64, dlb::device{dlb::kDLCUDAHost, 0}, vec{3, 2}, vec{1, 3}, true,
+                                count_release, &c);
+    CHECK(t.data() == buf.data());
+    CHECK(t.device() == dlb::device{dlb::kDLCUDAHost, 0});
+    CHECK(t.readonly());
+    CHECK(to_vec(t.strides()) == vec{1, 3});
+    CHECK(t.is_f_contiguous());
+    auto view = t.restrided(buf.data() + 1, vec{3}, vec{2});
+    t = dlb::tensor();
+    CHECK(c.calls == 0);
+  }
+  CHECK(c.calls == 1);
+}
+
+TEST_CASE("tensor: adopt() with C order, no release, and a device the CPU cannot read") {
+  std::vector<float> buf(6);
+  auto t = dlb::tensor::adopt(buf.data(), f32, {}, vec{2, 3}, {}, false, nullptr, nullptr);
+  CHECK(to_vec(t.strides()) == vec{3, 1});
+  CHECK_FALSE(t.readonly());
+  // adopt() only checks the layout; it never reads device memory.
+  auto gpu = dlb::tensor::adopt(reinterpret_cast<void*>(std::uintptr_t(0x10000)), f32,
+                                dlb::device{dlb::kDLCUDA, 1}, vec{8}, {}, false, nullptr, nullptr);
+  CHECK(gpu.device() == dlb::device{dlb::kDLCUDA, 1});
+}
+
+TEST_CASE("tensor: adopt() calls release when validation fails") {
+  std::vector<float> buf(8);
+  struct bad_case {
+    const char* what;
+    void* data;
+    dlb::dtype type;
+    vec shape;
+    vec strides;
+    const char* field;
+    std::int32_t axis;
+  };
+  const std::vector<bad_case> cases = {
+      {"too many axes", buf.data(), f32, ones(65), {}, "ndim", -1},
+      {"negative extent", buf.data(), f32, vec{2, -1}, {}, "shape", 1},
+      {"NULL data", nullptr, f32, vec{2}, {}, "data", -1},
+      {"unsupported dtype", buf.data(), dlb::dtype{dlb::kDLFloat, 8}, vec{2}, {}, "dtype", -1},
+      {"overflowing stride", buf.data(), f32, vec{2}, vec{std::numeric_limits<std::int64_t>::max()}, "strides", -1},
+      {"non-contiguous float4", buf.data(), dlb::dtype{dlb::kDLFloat4_e2m1fn, 4}, vec{2}, vec{2}, "strides", -1},
+  };
+  for (const auto& bad : cases) {
+    CAPTURE(bad.what);
+    counter c;
+    try {
+      (void)dlb::tensor::adopt(bad.data, bad.type, {}, bad.shape, bad.strides, false, count_release, &c);
+      FAIL("adopt() accepted an invalid layout");
+    } catch (const dlb::import_failure& e) {
+      CHECK(e.error().field == bad.field);
+      CHECK(e.error().axis == bad.axis);
+      CHECK(std::string(e.what()) == "invalid tensor: " + e.error().message());
+    }
+    CHECK(c.calls == 1);
+  }
+  // Without a release function there is nothing to call.
+  CHECK_THROWS_AS((void)dlb::tensor::adopt(nullptr, f32, {}, vec{2}, {}, false, nullptr, nullptr),
+                  dlb::import_failure);
+  // import_failure is an invalid_argument.
+  CHECK_THROWS_AS((void)dlb::tensor::adopt(nullptr, f32, {}, vec{2}, {}, false, nullptr, nullptr),
+                  std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------
+// import(): versioned
+
+TEST_CASE("tensor: importing a versioned tensor; the deleter runs on the last drop") {
+  counter c;
+  std::vector<float> buf{0, 1, 2, 3, 4, 5};
+  auto* m = make_versioned(c, buf.data(), f32, vec{2, 3});
+  {
+    auto t = dlb::tensor::import(m);
+    CHECK(t.data() == buf.data());
+    CHECK(t.type() == f32);
+    CHECK(t.device() == dlb::device{dlb::kDLCPU, 0});
+    CHECK(to_vec(t.shape()) == vec{2, 3});
+    CHECK(to_vec(t.strides()) == vec{3, 1});  // NULL strides mean C order
+    CHECK_FALSE(t.readonly());
+    CHECK(t.use_count() == 1);
+    // The tensor has its own copy of shape and strides.
+    static_cast<box<dlb::DLManagedTensorVersioned>*>(m->manager_ctx)->shape[0] = 99;
+    CHECK(t.shape(0) == 2);
+    dlb::tensor copy = t;
+    auto view = t.restrided(buf.data() + 1, vec{3}, vec{2});
+    CHECK(t.use_count() == 3);
+    t = dlb::tensor();
+    copy = dlb::tensor();
+    CHECK(c.calls == 0);
+    CHECK(static_cast<float*>(view.data())[2] == 3.0f);
+  }
+  CHECK(c.calls == 1);
+}
+
+TEST_CASE("tensor: import honours strides, byte_offset and READ_ONLY") {
+  counter c;
+  std::vector<std::int32_t> buf{10, 11, 12, 13, 14, 15, 16, 17};
+  auto* m = make_versioned(c, buf.data(), i32, vec{3, 2}, vec{1, 3}, dlb::dlpack_flag_read_only);
+  m->dl_tensor.byte_offset = 2 * sizeof(std::int32_t);
+  {
+    auto t = dlb::tensor::import(m);
+    CHECK(t.data() == buf.data() + 2);
+    CHECK(to_vec(t.strides()) == vec{1, 3});
+    CHECK(t.readonly());
+    CHECK(static_cast<std::int32_t*>(t.data())[t.stride(0) * 1 + t.stride(1) * 1] == 16);
+  }
+  CHECK(c.calls == 1);
+}
+
+TEST_CASE("tensor: import accepts any 1.x version and every known flag") {
+  std::vector<float> buf(4);
+  for (std::uint32_t minor : {0u, 1u, 3u, 7u}) {
+    for (std::uint64_t flags : {std::uint64_t(0), dlb::dlpack_flag_is_copied,
+                                dlb::dlpack_flag_read_only | dlb::dlpack_flag_is_copied}) {
+      CAPTURE(minor);
+      CAPTURE(flags);
+      counter c;
+      auto* m = make_versioned(c, buf.data(), f32, vec{4}, std::nullopt, flags);
+      m->version = {1, minor};
+      {
+        auto t = dlb::tensor::import(m);
+        CHECK(t.readonly() == bool(flags & dlb::dlpack_flag_read_only));
+      }
+      CHECK(c.calls == 1);
+    }
+  }
+}
+
+TEST_CASE("tensor: import of an empty tensor with NULL data") {
+  counter c;
+  auto* m = make_versioned(c, nullptr, f32, vec{0, 3});
+  {
+    auto t = dlb::tensor::import(m);
+    CHECK(t.data() == nullptr);
+    CHECK(t.size() == 0);
+    CHECK(to_vec(t.strides()) == vec{3, 1});
+    auto* out = t.export_versioned();
+    CHECK(out->dl_tensor.data == nullptr);
+    out->deleter(out);
+  }
+  CHECK(c.calls == 1);
+}
+
+TEST_CASE("tensor: import calls the deleter once when validation fails") {
+  std::vector<float> buf(4);
+  SUBCASE("ndim") {
+    counter c;
+    auto* m = make_versioned(c, buf.data(), f32, vec{4});
+    m->dl_tensor.ndim = 70;
+    try {
+      (void)dlb::tensor::import(m);
+      FAIL("import accepted ndim 70");
+    } catch (const dlb::import_failure& e) {
+      CHECK(e.error().field == "ndim");
+      CHECK(std::string(e.what()) == "invalid tensor: ndim: expected ndim <= 64, got 70");
+    }
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("dtype") {
+    counter c;
+    auto* m = make_versioned(c, buf.data(), dlb::dtype{99, 32}, vec{4});
+    CHECK_THROWS_WITH_AS((void)dlb::tensor::import(m), doctest::Contains("dtype code 99"), dlb::import_failure);
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("unknown flag bits") {
+    counter c;
+    auto* m = make_versioned(c, buf.data(), f32, vec{4}, std::nullopt, 1 << 4);
+    CHECK_THROWS_WITH_AS((void)dlb::tensor::import(m), doctest::Contains("flags 16"), dlb::import_failure);
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("padded sub-byte data") {
+    counter c;
+    auto* m = make_versioned(c, buf.data(), dlb::dtype{dlb::kDLFloat4_e2m1fn, 4}, vec{4}, std::nullopt,
+                             dlb::dlpack_flag_is_subbyte_type_padded);
+    CHECK_THROWS_WITH_AS((void)dlb::tensor::import(m), doctest::Contains("IS_SUBBYTE_TYPE_PADDED"),
+                         dlb::import_failure);
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("NULL data") {
+    counter c;
+    auto* m = make_versioned(c, nullptr, f32, vec{4});
+    CHECK_THROWS_AS((void)dlb::tensor::import(m), dlb::import_failure);
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("a NULL deleter is simply not called") {
+    dlb::DLManagedTensorVersioned m{};
+    m.version = {1, 3};
+    m.dl_tensor.ndim = -1;
+    CHECK_THROWS_AS((void)dlb::tensor::import(&m), dlb::import_failure);
+  }
+}
+
+TEST_CASE("tensor: a NULL deleter on a valid tensor is fine") {
+  float x = 2;
+  std::int64_t one = 1;
+  dlb::DLManagedTensorVersioned m{};
+  m.version = {1, 3};
+  m.dl_tensor = {&x, {dlb::kDLCPU, 0}, 1, f32, &one, nullptr, 0};
+  {
+    auto t = dlb::tensor::import(&m);
+    CHECK(static_cast<float*>(t.data())[0] == 2.0f);
+  }
+}
+
+TEST_CASE("tensor: another major version is refused after calling the deleter") {
+  for (std::uint32_t major : {0u, 2u, 3u, 1000u}) {
+    CAPTURE(major);
+    counter c;
+    std::vector<float> buf(4);
+    auto* m = make_versioned(c, buf.data(), f32, vec{4});
+    m->version = {major, 0};
+    // Past `flags` the layout of another major is unknown: make it garbage.
+    std::memset(&m->dl_tensor, 0xFF, sizeof m->dl_tensor);
+    try {
+      (void)dlb::tensor::import(m);
+      FAIL("import accepted major version " << major);
+    } catch (const dlb::import_failure& e) {
+      CHECK(e.error().field == "version");
+      CHECK(e.error().received == std::to_string(major) + ".0");
+      CHECK(std::string(e.what()).find("expected DLPack major version 1") != std::string::npos);
+    }
+    CHECK(c.calls == 1);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// import(): legacy
+
+TEST_CASE("tensor: importing a legacy tensor") {
+  counter c;
+  std::vector<double> buf{1, 2, 3, 4};
+  auto* m = make_legacy(c, buf.data(), f64, vec{2, 2}, vec{1, 2});
+  {
+    auto t = dlb::tensor::import(m, /*readonly=*/true);
+    CHECK(t.readonly());
+    CHECK(t.is_f_contiguous());
+    CHECK(t.data() == buf.data());
+    dlb::tensor copy = t;
+    t = dlb::tensor();
+    CHECK(c.calls == 0);
+  }
+  CHECK(c.calls == 1);
+
+  counter w;
+  auto* writable = make_legacy(w, buf.data(), f64, vec{4});
+  {
+    auto t = dlb::tensor::import(writable, /*readonly=*/false);
+    CHECK_FALSE(t.readonly());
+    CHECK(to_vec(t.strides()) == vec{1});
+  }
+  CHECK(w.calls == 1);
+}
+
+TEST_CASE("tensor: legacy import calls the deleter once when validation fails") {
+  counter c;
+  std::vector<float> buf(4);
+  auto* m = make_legacy(c, buf.data(), f32, vec{2, 2});
+  m->dl_tensor.device = {static_cast<dlb::DLDeviceType>(6), 0};
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::import(m, false), doctest::Contains("device type 6"),
+                       dlb::import_failure);
+  CHECK(c.calls == 1);
+
+  dlb::DLManagedTensor bare{};  // NULL deleter
+  bare.dl_tensor.ndim = 100;
+  CHECK_THROWS_AS((void)dlb::tensor::import(&bare, true), dlb::import_failure);
+}
+
+// ---------------------------------------------------------------------------
+// The deleter and threads
+
+TEST_CASE("tensor: the deleter runs on the thread that drops the last reference") {
+  counter c;
+  std::vector<float> buf(4);
+  auto t = dlb::tensor::import(make_versioned(c, buf.data(), f32, vec{4}));
+  std::thread::id worker;
+  std::thread th([held = std::move(t), &worker]() mutable {
+    worker = std::this_thread::get_id();
+    dlb::tensor last = std::move(held);
+  });
+  th.join();
+  CHECK(c.calls == 1);
+  CHECK(c.thread == worker);
+  CHECK(c.thread != std::this_thread::get_id());
+}
+
+TEST_CASE("tensor: references dropped concurrently run the deleter exactly once") {
+  for (int round = 0; round < 20; ++round) {
+    counter c;
+    std::vector<float> buf(16);
+    auto t = dlb::tensor::import(make_versioned(c, buf.data(), f32, vec{16}));
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([held = dlb::tensor(t), &go]() mutable {
+        while (!go.load()) std::this_thread::yield();
+        for (int k = 0; k < 200; ++k) {
+          dlb::tensor copy = held;
+          auto view = held.restrided(held.data(), vec{8}, vec{2});
+          auto* e = view.export_versioned();
+          e->deleter(e);
+        }
+        held = dlb::tensor();
+      });
+    }
+    t = dlb::tensor();  // the main thread's reference goes first
+    CHECK(c.calls == 0);
+    go = true;
+    for (auto& th : threads) th.join();
+    CHECK(c.calls == 1);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// export
+
+TEST_CASE("tensor: export_versioned describes the tensor") {
+  auto t = dlb::tensor::empty(vec{2, 3}, f32);
+  auto* m = t.export_versioned();
+  REQUIRE(m != nullptr);
+  CHECK(m->version.major == dlb::dlpack_major_version);
+  CHECK(m->version.minor == dlb::dlpack_minor_version);
+  CHECK(m->version.minor == 3);
+  CHECK(m->flags == 0);
+  CHECK(bool(m->deleter));
+  CHECK(m->manager_ctx != nullptr);
+  const auto& d = m->dl_tensor;
+  CHECK(d.data == t.data());
+  CHECK(d.device.device_type == dlb::kDLCPU);
+  CHECK(d.device.device_id == 0);
+  CHECK(d.ndim == 2);
+  CHECK(dlb::dtype(d.dtype) == f32);
+  CHECK(d.byte_offset == 0);
+  // One allocation: shape then strides right after the struct.
+  CHECK(d.shape == reinterpret_cast<std::int64_t*>(m + 1));
+  CHECK(d.strides == d.shape + 2);
+  CHECK(d.shape[0] == 2);
+  CHECK(d.shape[1] == 3);
+  CHECK(d.strides[0] == 3);
+  CHECK(d.strides[1] == 1);
+  CHECK_FALSE(dlb::validate(d, m->flags));
+  CHECK(t.use_count() == 2);
+  m->deleter(m);
+  CHECK(t.use_count() == 1);
+}
+
+TEST_CASE("tensor: export_versioned flags") {
+  auto t = dlb::tensor::empty(vec{4}, f32);
+  auto flags_of = [&](std::uint64_t extra) {
+    auto* m = t.export_versioned(extra);
+    const auto f = m->flags;
+    m->deleter(m);
+    return f;
+  };
+  CHECK(flags_of(0) == 0);
+  CHECK(flags_of(dlb::dlpack_flag_is_copied) == dlb::dlpack_flag_is_copied);
+  t.set_readonly(true);
+  CHECK(flags_of(0) == dlb::dlpack_flag_read_only);
+  CHECK(flags_of(dlb::dlpack_flag_is_copied) == (dlb::dlpack_flag_read_only | dlb::dlpack_flag_is_copied));
+  CHECK(flags_of(dlb::dlpack_flag_read_only) == dlb::dlpack_flag_read_only);
+  t.set_readonly(false);
+  // READ_ONLY passed in by the caller is kept even on a writable tensor.
+  CHECK(flags_of(dlb::dlpack_flag_read_only) == dlb::dlpack_flag_read_only);
+  CHECK(t.use_count() == 1);
+}
+
+TEST_CASE("tensor: export always fills strides, and never rewrites them") {
+  auto t = dlb::tensor::empty(vec{2, 3}, i32);
+  SUBCASE("C order from an import with NULL strides") {
+    counter c;
+    std::vector<float> buf(6);
+    auto imported = dlb::tensor::import(make_versioned(c, buf.data(), f32, vec{2, 3}));
+    auto* m = imported.export_versioned();
+    REQUIRE(m->dl_tensor.strides != nullptr);
+    CHECK(m->dl_tensor.strides[0] == 3);
+    CHECK(m->dl_tensor.strides[1] == 1);
+    m->deleter(m);
+  }
+  SUBCASE("a transposed view") {
+    auto v = t.restrided(t.data(), vec{3, 2}, vec{1, 3});
+    auto* m = v.export_versioned();
+    CHECK(m->dl_tensor.strides[0] == 1);
+    CHECK(m->dl_tensor.strides[1] == 3);
+    CHECK_FALSE(dlb::validate(m->dl_tensor, m->flags));
+    m->deleter(m);
+  }
+  SUBCASE("strides of extent-1 axes are passed as they are") {
+    auto v = t.restrided(t.data(), vec{1, 3}, vec{77, 1});
+    auto* m = v.export_versioned();
+    CHECK(m->dl_tensor.strides[0] == 77);
+    m->deleter(m);
+  }
+  SUBCASE("a reversed view") {
+    auto* p = static_cast<std::int32_t*>(t.data());
+    auto v = t.restrided(p + 5, vec{6}, vec{-1});
+    auto* m = v.export_versioned();
+    CHECK(m->dl_tensor.data == p + 5);
+    CHECK(m->dl_tensor.strides[0] == -1);
+    m->deleter(m);
+  }
+  SUBCASE("0-d: shape and strides are NULL") {
+    auto s = dlb::tensor::empty(vec{}, f64);
+    auto* m = s.export_versioned();
+    CHECK(m->dl_tensor.ndim == 0);
+    CHECK(m->dl_tensor.shape == nullptr);
+    CHECK(m->dl_tensor.strides == nullptr);
+    CHECK(m->dl_tensor.data == s.data());
+    CHECK_FALSE(dlb::validate(m->dl_tensor));
+    m->deleter(m);
+  }
+  SUBCASE("empty: data is NULL, strides still filled") {
+    auto e = dlb::tensor::empty(vec{0, 4}, f32);
+    CHECK(e.data() != nullptr);
+    auto* m = e.export_versioned();
+    CHECK(m->dl_tensor.data == nullptr);
+    CHECK(m->dl_tensor.shape[0] == 0);
+    CHECK(m->dl_tensor.strides[0] == 4);
+    CHECK(m->dl_tensor.strides[1] == 1);
+    CHECK_FALSE(dlb::validate(m->dl_tensor));
+    m->deleter(m);
+  }
+}
+
+TEST_CASE("tensor: export_legacy") {
+  auto t = dlb::tensor::empty(vec{3}, dlb::dtype{dlb::kDLUInt, 16});
+  auto* m = t.export_legacy();
+  CHECK(m->dl_tensor.data == t.data());
+  CHECK(m->dl_tensor.ndim == 1);
+  CHECK(m->dl_tensor.shape == reinterpret_cast<std::int64_t*>(m + 1));
+  CHECK(m->dl_tensor.shape[0] == 3);
+  CHECK(m->dl_tensor.strides[0] == 1);
+  CHECK(m->dl_tensor.byte_offset == 0);
+  CHECK(dlb::dtype(m->dl_tensor.dtype) == dlb::dtype{dlb::kDLUInt, 16});
+  CHECK(t.use_count() == 2);
+  m->deleter(m);
+  CHECK(t.use_count() == 1);
+}
+
+TEST_CASE("tensor: an export keeps the memory alive after the tensor goes") {
+  counter c;
+  std::vector<float> buf(4);
+  auto t = dlb::tensor::adopt(buf.data(), f32, {}, vec{4}, {}, false, count_release, &c);
+  auto* versioned = t.export_versioned();
+  auto* legacy = t.export_legacy();
+  t = dlb::tensor();
+  CHECK(c.calls == 0);
+  versioned->deleter(versioned);
+  CHECK(c.calls == 0);
+  legacy->deleter(legacy);
+  CHECK(c.calls == 1);
+}
+
+// ---------------------------------------------------------------------------
+// Round trips
+
+TEST_CASE("tensor: export + import round trips run the release exactly once") {
+  SUBCASE("versioned") {
+    counter c;
+    std::vector<float> buf{1, 2, 3, 4, 5, 6};
+    auto t = dlb::tensor::adopt(buf.data(), f32, {}, vec{2, 3}, {}, false, count_release, &c);
+    auto back = dlb::tensor::import(t.export_versioned(dlb::dlpack_flag_is_copied));
+    CHECK(back.data() == t.data());
+    CHECK(to_vec(back.shape()) == vec{2, 3});
+    CHECK(to_vec(back.strides()) == vec{3, 1});
+    CHECK_FALSE(back.readonly());
+    CHECK(t.use_count() == 2);  // t and the export that `back` holds
+    t = dlb::tensor();
+    CHECK(c.calls == 0);
+    back = dlb::tensor();
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("read-only survives a versioned round trip") {
+    auto t = dlb::tensor::empty(vec{2}, f32);
+    t.set_readonly(true);
+    auto back = dlb::tensor::import(t.export_versioned());
+    CHECK(back.readonly());
+  }
+  SUBCASE("legacy") {
+    counter c;
+    std::vector<float> buf(3);
+    {
+      auto t = dlb::tensor::adopt(buf.data(), f32, {}, vec{3}, {}, false, count_release, &c);
+      auto back = dlb::tensor::import(t.export_legacy(), /*readonly=*/true);
+      CHECK(back.readonly());
+      CHECK(back.data() == buf.data());
+    }
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("chains of round trips") {
+    counter c;
+    std::vector<float> buf(8);
+    std::vector<dlb::tensor> generations;
+    generations.push_back(dlb::tensor::adopt(buf.data(), f32, {}, vec{2, 4}, {}, false, count_release, &c));
+    for (int i = 0; i < 6; ++i) {
+      const auto& last = generations.back();
+      generations.push_back(i % 2 ? dlb::tensor::import(last.export_legacy(), false)
+                                  : dlb::tensor::import(last.export_versioned()));
+    }
+    CHECK(generations.back().data() == buf.data());
+    // Drop them oldest first: only the very last drop releases.
+    for (auto& g : generations) {
+      CHECK(c.calls == 0);
+      g = dlb::tensor();
+    }
+    CHECK(c.calls == 1);
+  }
+  SUBCASE("a foreign tensor re-exported and re-imported") {
+    counter c;
+    std::vector<float> buf(4);
+    {
+      auto t = dlb::tensor::import(make_versioned(c, buf.data(), f32, vec{4}));
+      auto again = dlb::tensor::import(t.export_versioned());
+      t = dlb::tensor();
+      CHECK(c.calls == 0);
+    }
+    CHECK(c.calls == 1);
+  }
+}

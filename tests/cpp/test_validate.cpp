@@ -1,0 +1,377 @@
+// dlbridge/validate.hpp: every way a foreign DLTensor can be refused, with the
+// field, axis, expected and received texts, and what must be accepted.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dlbridge/validate.hpp"
+
+namespace {
+using vec = std::vector<std::int64_t>;
+constexpr std::int64_t i64max = std::numeric_limits<std::int64_t>::max();
+
+// A well-formed float32 tensor of shape (2, 3) to break one field at a time.
+struct fixture {
+  alignas(64) float storage[64] = {};
+  vec shape{2, 3};
+  vec strides{3, 1};
+  dlb::DLTensor t{};
+
+  fixture() { refresh(); }
+  void refresh() {
+    t.data = storage;
+    t.device = {dlb::kDLCPU, 0};
+    t.ndim = std::int32_t(shape.size());
+    t.dtype = {dlb::kDLFloat, 32, 1};
+    t.shape = shape.data();
+    t.strides = strides.data();
+    t.byte_offset = 0;
+  }
+};
+
+void* address(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+
+// Checks one refusal in full.
+void check_error(const std::optional<dlb::import_error>& e, std::string_view field, std::int32_t axis,
+                 const std::string& expected, const std::string& received) {
+  REQUIRE(e.has_value());
+  CHECK(e->field == field);
+  CHECK(e->axis == axis);
+  CHECK(e->expected == expected);
+  CHECK(e->received == received);
+  std::string message(field);
+  message += ": ";
+  if (axis >= 0) message += "axis " + std::to_string(axis) + ": ";
+  message += "expected " + expected + ", got " + received;
+  CHECK(e->message() == message);
+}
+}  // namespace
+
+TEST_CASE("validate: a well-formed tensor passes") {
+  fixture f;
+  CHECK_FALSE(dlb::validate(f.t));
+  CHECK_FALSE(dlb::validate(f.t, dlb::dlpack_flag_read_only));
+  CHECK_FALSE(dlb::validate(f.t, dlb::dlpack_flag_is_copied));
+  CHECK_FALSE(dlb::validate(f.t, dlb::dlpack_flag_read_only | dlb::dlpack_flag_is_copied));
+}
+
+TEST_CASE("validate: import_error::message") {
+  const dlb::import_error plain{"ndim", -1, "ndim <= 64", "70"};
+  CHECK(plain.message() == "ndim: expected ndim <= 64, got 70");
+  const dlb::import_error with_axis{"shape", 2, "extent >= 0", "extent -1"};
+  CHECK(with_axis.message() == "shape: axis 2: expected extent >= 0, got extent -1");
+  const dlb::import_error axis0{"shape", 0, "a", "b"};
+  CHECK(axis0.message() == "shape: axis 0: expected a, got b");
+}
+
+TEST_CASE("validate: flags") {
+  fixture f;
+  const auto unknown = dlb::validate(f.t, std::uint64_t(1) << 3);
+  check_error(unknown, "flags", -1, "only DLPack 1.3 flag bits (mask 0x7)", "flags 8");
+  const auto high = dlb::validate(f.t, dlb::dlpack_flag_read_only | (std::uint64_t(1) << 63));
+  check_error(high, "flags", -1, "only DLPack 1.3 flag bits (mask 0x7)", "flags 9223372036854775809");
+  const auto padded = dlb::validate(f.t, dlb::dlpack_flag_is_subbyte_type_padded);
+  check_error(padded, "flags", -1, "packed sub-byte data", "IS_SUBBYTE_TYPE_PADDED");
+  CHECK(padded->message() == "flags: expected packed sub-byte data, got IS_SUBBYTE_TYPE_PADDED");
+}
+
+TEST_CASE("validate: ndim") {
+  fixture f;
+  f.t.ndim = 70;
+  const auto e = dlb::validate(f.t);
+  check_error(e, "ndim", -1, "ndim <= 64", "70");
+  CHECK(e->message().find("expected ndim <= 64, got 70") != std::string::npos);
+  f.t.ndim = 65;
+  check_error(dlb::validate(f.t), "ndim", -1, "ndim <= 64", "65");
+  f.t.ndim = -1;
+  check_error(dlb::validate(f.t), "ndim", -1, "ndim <= 64", "-1");
+  f.t.ndim = std::numeric_limits<std::int32_t>::min();
+  check_error(dlb::validate(f.t), "ndim", -1, "ndim <= 64", "-2147483648");
+  // 64 axes is the limit, and fine.
+  vec ones(64, 1), strides(64, 1);
+  f.t.ndim = 64;
+  f.t.shape = ones.data();
+  f.t.strides = strides.data();
+  CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: device") {
+  fixture f;
+  for (int type : {0, 5, 6, 19, 99, -1}) {
+    CAPTURE(type);
+    f.t.device = {static_cast<dlb::DLDeviceType>(type), 0};
+    check_error(dlb::validate(f.t), "device", -1, "a DLPack 1.3 device type",
+                "device type " + std::to_string(type));
+  }
+  f.t.device = {dlb::kDLCUDA, -1};
+  check_error(dlb::validate(f.t), "device", -1, "device_id >= 0", "-1");
+  // Any DLPack device passes: validate never touches the data.
+  for (const auto& info : dlb::device_type_table) {
+    CAPTURE(info.name);
+    f.t.device = {info.type, 3};
+    CHECK_FALSE(dlb::validate(f.t));
+  }
+}
+
+TEST_CASE("validate: dtype") {
+  fixture f;
+  f.t.dtype = {99, 32, 1};
+  const auto e = dlb::validate(f.t);
+  check_error(e, "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 99");
+  CHECK(e->message().find("dtype code 99") != std::string::npos);
+  f.t.dtype = {18, 8, 1};
+  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 18");
+  f.t.dtype = {255, 8, 1};
+  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 255");
+
+  f.t.dtype = {dlb::kDLFloat, 32, 4};
+  check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 4");
+  f.t.dtype = {dlb::kDLFloat, 32, 0};
+  check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 0");
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 4, 2};
+  check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 2");
+
+  f.t.dtype = {dlb::kDLOpaqueHandle, 64, 1};
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 3, bits 64, lanes 1)");
+  f.t.dtype = {dlb::kDLFloat, 8, 1};
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 2, bits 8, lanes 1)");
+  f.t.dtype = {dlb::kDLBool, 1, 1};  // bool must be a whole byte
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 6, bits 1, lanes 1)");
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 8, 1};  // float4 must have bits 4
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 17, bits 8, lanes 1)");
+  f.t.dtype = {dlb::kDLFloat6_e2m3fn, 8, 1};  // float6 must have bits 6
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 15, bits 8, lanes 1)");
+  f.t.dtype = {dlb::kDLComplex, 32, 1};
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 5, bits 32, lanes 1)");
+
+  // Every supported dtype passes (sub-byte ones with C-contiguous strides).
+  for (const auto& info : dlb::dtype_table) {
+    CAPTURE(info.name);
+    f.t.dtype = info.type;
+    CHECK_FALSE(dlb::validate(f.t));
+  }
+}
+
+TEST_CASE("validate: shape") {
+  fixture f;
+  f.t.shape = nullptr;
+  check_error(dlb::validate(f.t), "shape", -1, "a shape array", "NULL");
+  f.refresh();
+  f.shape = {2, -3};
+  f.refresh();
+  const auto e = dlb::validate(f.t);
+  check_error(e, "shape", 1, "extent >= 0", "extent -3");
+  CHECK(e->message() == "shape: axis 1: expected extent >= 0, got extent -3");
+  f.shape = {-1, 0};  // a negative extent is refused even next to an empty axis
+  f.refresh();
+  check_error(dlb::validate(f.t), "shape", 0, "extent >= 0", "extent -1");
+  // 0-d: shape and strides may both be NULL.
+  f.t.ndim = 0;
+  f.t.shape = nullptr;
+  f.t.strides = nullptr;
+  CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: sizes that overflow int64") {
+  fixture f;
+  f.shape = {i64max, 2};
+  f.strides = {2, 1};
+  f.refresh();
+  check_error(dlb::validate(f.t), "shape", -1, "a byte size that fits in int64", "an overflowing element count");
+  // The count fits but the bytes do not.
+  f.shape = {std::int64_t(1) << 61};
+  f.strides = {1};
+  f.refresh();
+  f.t.dtype = {dlb::kDLFloat, 64, 1};
+  check_error(dlb::validate(f.t), "shape", -1, "a byte size that fits in int64", "an overflowing element count");
+  f.t.dtype = {dlb::kDLFloat, 32, 1};  // 2^63 bytes: one too many
+  check_error(dlb::validate(f.t), "shape", -1, "a byte size that fits in int64", "an overflowing element count");
+  f.shape = {std::int64_t(1) << 59};
+  f.refresh();
+  f.t.dtype = {dlb::kDLComplex, 128, 1};
+  check_error(dlb::validate(f.t), "shape", -1, "a byte size that fits in int64", "an overflowing element count");
+}
+
+TEST_CASE("validate: empty tensors need neither data nor sensible strides") {
+  fixture f;
+  f.shape = {3, 0, 2};
+  f.strides = {i64max, -5, std::numeric_limits<std::int64_t>::min()};
+  f.refresh();
+  f.t.data = nullptr;
+  CHECK_FALSE(dlb::validate(f.t));
+  f.t.strides = nullptr;
+  CHECK_FALSE(dlb::validate(f.t));
+  f.t.byte_offset = 12345;
+  CHECK_FALSE(dlb::validate(f.t));
+  // ...even when the other extents would overflow.
+  f.shape = {0, i64max, i64max};
+  f.refresh();
+  f.t.data = nullptr;
+  CHECK_FALSE(dlb::validate(f.t));
+  // Empty sub-byte data with non-contiguous strides.
+  f.shape = {0, 4};
+  f.strides = {1, 7};
+  f.refresh();
+  f.t.data = nullptr;
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 4, 1};
+  CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: data") {
+  fixture f;
+  f.t.data = nullptr;
+  check_error(dlb::validate(f.t), "data", -1, "a pointer for a non-empty tensor", "NULL");
+  // A 0-d tensor has one element, so it needs data too.
+  f.t.ndim = 0;
+  check_error(dlb::validate(f.t), "data", -1, "a pointer for a non-empty tensor", "NULL");
+  // Any other pointer is the producer's business: validate never reads it.
+  f.refresh();
+  f.t.data = address(64);
+  CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: NULL strides mean C order and are accepted") {
+  fixture f;
+  f.t.strides = nullptr;
+  CHECK_FALSE(dlb::validate(f.t));
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 4, 1};
+  CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: arbitrary strides are accepted") {
+  fixture f;
+  f.strides = {-1, 2};  // reversed, transposed...
+  f.refresh();
+  f.t.data = f.storage + 8;
+  CHECK_FALSE(dlb::validate(f.t));
+  f.strides = {0, 0};  // ...broadcast
+  f.refresh();
+  CHECK_FALSE(dlb::validate(f.t));
+  f.shape = {1, 3};  // ...and whatever on an extent-1 axis
+  f.strides = {i64max, 1};
+  f.refresh();
+  CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: packed sub-byte data must be C-contiguous") {
+  fixture f;
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 4, 1};
+  CHECK_FALSE(dlb::validate(f.t));
+  f.strides = {1, 2};
+  f.refresh();
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 4, 1};
+  check_error(dlb::validate(f.t), "strides", -1, "C-contiguous strides for a packed sub-byte dtype",
+              "non-contiguous strides");
+  f.t.dtype = {dlb::kDLFloat6_e3m2fn, 6, 1};
+  check_error(dlb::validate(f.t), "strides", -1, "C-contiguous strides for a packed sub-byte dtype",
+              "non-contiguous strides");
+  f.strides = {3, -1};
+  f.refresh();
+  f.t.dtype = {dlb::kDLFloat6_e3m2fn, 6, 1};
+  CHECK(dlb::validate(f.t));
+  // Extent-1 axes may carry any stride.
+  f.shape = {1, 6};
+  f.strides = {0, 1};
+  f.refresh();
+  f.t.dtype = {dlb::kDLFloat6_e3m2fn, 6, 1};
+  CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: strides whose byte offsets overflow") {
+  fixture f;
+  f.strides = {i64max, 1};
+  f.refresh();
+  check_error(dlb::validate(f.t), "strides", -1, "byte offsets that fit in int64", "an overflowing stride");
+  f.strides = {std::int64_t(1) << 61, 1};  // * 4 bytes overflows
+  f.refresh();
+  check_error(dlb::validate(f.t), "strides", -1, "byte offsets that fit in int64", "an overflowing stride");
+}
+
+TEST_CASE("validate: byte_offset past the end of the address space") {
+  fixture f;
+  f.t.data = address(std::numeric_limits<std::uintptr_t>::max() - 10);
+  f.t.byte_offset = 100;
+  check_error(dlb::validate(f.t), "byte_offset", -1, "an address inside the address space", "byte_offset 100");
+  f.t.data = address(16);
+  f.t.byte_offset = std::numeric_limits<std::uint64_t>::max();
+  check_error(dlb::validate(f.t), "byte_offset", -1, "an address inside the address space",
+              "byte_offset 18446744073709551615");
+}
+
+TEST_CASE("validate: a strided span outside the address space") {
+  fixture f;
+  // Three float32 elements 8 apart, going down from the first one.
+  f.shape = {3};
+  f.strides = {-8};
+  f.refresh();
+  f.t.data = address(16);  // elements at 16, -16, -48: below address 0
+  check_error(dlb::validate(f.t), "strides", -1, "a strided span inside the address space",
+              "a span of [-64, 4) bytes around address 16");
+  // Moving the first element up with byte_offset makes it fit exactly.
+  f.t.byte_offset = 48;
+  CHECK_FALSE(dlb::validate(f.t));
+  f.t.byte_offset = 47;
+  check_error(dlb::validate(f.t), "strides", -1, "a strided span inside the address space",
+              "a span of [-64, 4) bytes around address 63");
+
+  // Past the top of the address space, with strides...
+  const auto top = std::numeric_limits<std::uintptr_t>::max();
+  f.strides = {1};
+  f.refresh();
+  // The end of the span (one past the last byte) must be an address too.
+  f.t.data = address(top - 12);
+  CHECK_FALSE(dlb::validate(f.t));
+  f.t.data = address(top - 11);
+  check_error(dlb::validate(f.t), "strides", -1, "a strided span inside the address space",
+              "a span of [0, 12) bytes around address " + std::to_string(top - 11));
+  // ...and with NULL strides (C order).
+  f.t.strides = nullptr;
+  check_error(dlb::validate(f.t), "strides", -1, "a strided span inside the address space",
+              "a span of [0, 12) bytes around address " + std::to_string(top - 11));
+}
+
+TEST_CASE("validate: a span reaching down by exactly 2^63 bytes") {
+  // lo == INT64_MIN: computing its magnitude must not overflow.
+  fixture f;
+  f.shape = {2, 2};
+  f.strides = {-(std::int64_t(1) << 62), -(std::int64_t(1) << 62)};
+  f.refresh();
+  f.t.dtype = {dlb::kDLInt, 8, 1};
+  f.t.data = address(std::uintptr_t(1) << 62);
+  check_error(dlb::validate(f.t), "strides", -1, "a strided span inside the address space",
+              "a span of [-9223372036854775808, 1) bytes around address 4611686018427387904");
+  if (sizeof(std::uintptr_t) == 8) {
+    f.t.data = address(std::uintptr_t(1) << 63);  // exactly high enough
+    CHECK_FALSE(dlb::validate(f.t));
+  }
+}
+
+TEST_CASE("validate: checks run in a fixed order") {
+  // A tensor wrong in every field reports the first check: flags, then ndim...
+  fixture f;
+  f.t.ndim = 99;
+  f.t.device = {static_cast<dlb::DLDeviceType>(0), -1};
+  f.t.dtype = {99, 0, 0};
+  f.t.data = nullptr;
+  CHECK(dlb::validate(f.t, 1 << 5)->field == "flags");
+  CHECK(dlb::validate(f.t)->field == "ndim");
+  f.t.ndim = 2;
+  CHECK(dlb::validate(f.t)->field == "device");
+  f.t.device = {dlb::kDLCPU, 0};
+  CHECK(dlb::validate(f.t)->field == "dtype");
+  f.t.dtype = {dlb::kDLFloat, 32, 1};
+  CHECK(dlb::validate(f.t)->field == "data");
+}
+
+TEST_CASE("validate: versions") {
+  CHECK_FALSE(dlb::validate_version({1, 0}));
+  CHECK_FALSE(dlb::validate_version({1, 3}));
+  CHECK_FALSE(dlb::validate_version({1, 99}));  // a newer minor only adds values
+  check_error(dlb::validate_version({2, 0}), "version", -1, "DLPack major version 1", "2.0");
+  check_error(dlb::validate_version({0, 8}), "version", -1, "DLPack major version 1", "0.8");
+  check_error(dlb::validate_version({4294967295u, 7}), "version", -1, "DLPack major version 1", "4294967295.7");
+  CHECK(dlb::validate_version({2, 1})->message() == "version: expected DLPack major version 1, got 2.1");
+}

@@ -1,0 +1,942 @@
+"""asarray and every source it accepts, in its order: Arrays, DLPack
+producers, __cuda_array_interface__, __array_interface__, the buffer
+protocol, nested sequences and Python scalars; then the dtype= and copy=
+rules."""
+import array
+import gc
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import weakref
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+import dlbridge
+from dlbridge import Array, Device
+
+
+def element_strides(n):
+    return tuple(s // n.itemsize for s in n.strides)
+
+
+# ---------------------------------------------------------------------------
+# Arrays
+
+
+def test_array_is_returned_as_is():
+    a = dlbridge.asarray([1.0, 2.0])
+    assert dlbridge.asarray(a) is a
+    assert dlbridge.asarray(a, copy=None) is a
+    assert dlbridge.asarray(a, copy=False) is a
+    assert dlbridge.asarray(a, dtype="float64") is a
+    assert dlbridge.asarray(a, dtype=np.float64, copy=False) is a
+    assert dlbridge.asarray(a, device="cpu") is a
+
+
+def test_array_copy_true_copies():
+    n = np.arange(6.0).reshape(2, 3)
+    a = dlbridge.asarray(n)
+    c = dlbridge.asarray(a, copy=True)
+    assert c is not a
+    assert c.data_ptr != a.data_ptr
+    assert c.tolist() == a.tolist()
+    n[0, 0] = 42.0
+    assert c[0, 0].tolist() == 0.0
+    assert c.readonly is False
+
+
+def test_array_copy_true_of_read_only_view():
+    n = np.arange(12, dtype=np.int16).reshape(3, 4)
+    n.flags.writeable = False
+    v = dlbridge.asarray(n)[::-1, ::2]
+    c = dlbridge.asarray(v, copy=True)
+    assert c.readonly is False
+    assert c.tolist() == n[::-1, ::2].tolist()
+    assert c.__array_interface__["strides"] is None
+
+
+def test_array_dtype_conversion():
+    a = dlbridge.asarray([1, 2, 3])
+    f = dlbridge.asarray(a, dtype="float32")
+    assert f.dtype == "float32"
+    assert f.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="copy=False"):
+        dlbridge.asarray(a, dtype="float32", copy=False)
+
+
+# ---------------------------------------------------------------------------
+# DLPack producers
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "int64", "uint64", "float16",
+                                   "float32", "float64", "complex64", "complex128"])
+def test_numpy_is_imported_without_copy(dtype):
+    n = np.ones((3, 4), dtype=dtype)
+    a = dlbridge.asarray(n)
+    assert a.dtype == dtype
+    assert a.shape == (3, 4)
+    assert a.data_ptr == n.ctypes.data
+    assert a.readonly is False
+    assert a.device == "cpu"
+    assert a.tolist() == n.tolist()
+
+
+def test_numpy_views_and_0d():
+    n = np.arange(24.0).reshape(4, 6)[::-2, 1::2]
+    a = dlbridge.asarray(n)
+    assert a.strides == element_strides(n)
+    assert a.data_ptr == n.ctypes.data
+    assert a.tolist() == n.tolist()
+    z = dlbridge.asarray(np.array(3.5, dtype=np.float32))
+    assert z.shape == () and z.dtype == "float32" and z.tolist() == 3.5
+
+
+def test_numpy_scalar_is_imported():
+    assert dlbridge.asarray(np.float32(1.5)).dtype == "float32"
+    assert dlbridge.asarray(np.int8(-3)).tolist() == -3
+    assert dlbridge.asarray(np.uint64(2**64 - 1)).tolist() == 2**64 - 1
+
+
+def test_numpy_read_only_stays_read_only():
+    n = np.arange(3.0)
+    n.flags.writeable = False
+    a = dlbridge.asarray(n)
+    assert a.readonly is True
+    assert a.data_ptr == n.ctypes.data
+
+
+def test_numpy_writes_are_visible():
+    n = np.zeros(4)
+    a = dlbridge.asarray(n)
+    n[2] = 5.0
+    assert a.tolist() == [0.0, 0.0, 5.0, 0.0]
+
+
+def test_imported_array_keeps_the_producer_alive():
+    n = np.arange(5.0)
+    a = dlbridge.asarray(n)
+    del n
+    gc.collect()
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("dtype, name", [(torch.float32, "float32"), (torch.int64, "int64"),
+                                         (torch.bool, "bool"), (torch.bfloat16, "bfloat16"),
+                                         (torch.float8_e4m3fn, "float8_e4m3fn"),
+                                         (torch.float8_e5m2, "float8_e5m2"), (torch.uint16, "uint16"),
+                                         (torch.complex64, "complex64")])
+def test_torch_is_imported_without_copy(dtype, name):
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3).to(dtype)
+    a = dlbridge.asarray(t)
+    assert a.dtype == name
+    assert a.shape == (2, 3)
+    assert a.data_ptr == t.data_ptr()
+    assert a.device == "cpu"
+    assert a.tolist() == t.tolist()
+
+
+def test_torch_non_contiguous():
+    t = torch.arange(12.0).reshape(3, 4).T[::2]
+    a = dlbridge.asarray(t)
+    assert a.strides == t.stride()
+    assert a.tolist() == t.tolist()
+    assert a.data_ptr == t.data_ptr()
+
+
+def test_torch_writes_are_visible():
+    t = torch.zeros(3)
+    a = dlbridge.asarray(t)
+    t[1] = 2.0
+    assert a.tolist() == [0.0, 2.0, 0.0]
+
+
+def test_dlpack_comes_before_the_array_interface():
+    dl_source = np.arange(3.0)
+    other = np.arange(10.0, 13.0)
+
+    class Both:
+        def __dlpack__(self, **kwargs):
+            return dl_source.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return dl_source.__dlpack_device__()
+
+        __array_interface__ = other.__array_interface__
+
+    a = dlbridge.asarray(Both())
+    assert a.data_ptr == dl_source.ctypes.data
+    assert a.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_dlpack_copy_true():
+    n = np.arange(4)
+    a = dlbridge.asarray(n, copy=True)
+    assert a.data_ptr != n.ctypes.data
+    n[0] = 9
+    assert a.tolist() == [0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------------------
+# __cuda_array_interface__ (built by hand over host memory)
+
+
+class CudaInterface:
+    """An object with a hand-built __cuda_array_interface__ over `owner`'s memory."""
+
+    def __init__(self, owner, **fields):
+        self.owner = owner
+        interface = {"shape": owner.shape, "typestr": owner.dtype.str,
+                     "data": (owner.ctypes.data, False), "version": 3}
+        interface.update(fields)
+        self.interface = {k: v for k, v in interface.items() if v is not DROP}
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.interface
+
+
+DROP = object()
+
+
+@pytest.fixture
+def host():
+    return np.arange(12, dtype=np.float32).reshape(3, 4)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_cuda_interface_versions(host, version):
+    a = dlbridge.asarray(CudaInterface(host, version=version))
+    assert a.shape == (3, 4)
+    assert a.dtype == "float32"
+    assert a.strides == (4, 1)
+    assert a.data_ptr == host.ctypes.data
+
+
+@pytest.mark.parametrize("strides", [DROP, None])
+def test_cuda_interface_strides_absent_or_none_mean_c_order(host, strides):
+    a = dlbridge.asarray(CudaInterface(host, strides=strides))
+    assert a.strides == (4, 1)
+
+
+@pytest.mark.parametrize("strides, want", [((16, 4), (4, 1)), ((4, 12), (1, 3)), ((32, 4), (8, 1)),
+                                           ((-16, 4), (-4, 1)), ((0, 4), (0, 1))])
+def test_cuda_interface_byte_strides_become_element_strides(host, strides, want):
+    shape = (2, 4) if strides[0] == 32 else (3, 4)
+    data = host.ctypes.data + (32 if strides[0] < 0 else 0)
+    a = dlbridge.asarray(CudaInterface(host, shape=shape, strides=strides, data=(data, False)))
+    assert a.strides == want
+    assert a.shape == shape
+
+
+@pytest.mark.parametrize("strides", [(16, 3), (6, 4), (16, 2)])
+def test_cuda_interface_strides_not_a_multiple_of_itemsize(host, strides):
+    with pytest.raises(BufferError, match="multiple"):
+        dlbridge.asarray(CudaInterface(host, strides=strides))
+
+
+def test_cuda_interface_mask_none_is_fine(host):
+    assert dlbridge.asarray(CudaInterface(host, version=1, mask=None)).shape == (3, 4)
+
+
+@pytest.mark.parametrize("mask", [object(), np.zeros((3, 4), dtype=bool), 0])
+def test_cuda_interface_mask_is_refused(host, mask):
+    with pytest.raises(BufferError, match="mask"):
+        dlbridge.asarray(CudaInterface(host, mask=mask))
+
+
+def test_cuda_interface_null_pointer_for_empty_array():
+    owner = np.zeros((0, 4), dtype=np.float32)
+    a = dlbridge.asarray(CudaInterface(owner, data=(0, False)))
+    assert a.shape == (0, 4)
+    assert a.size == 0
+    assert a.device == "cuda:0"
+
+
+def test_cuda_interface_null_pointer_for_non_empty_array(host):
+    with pytest.raises(BufferError):
+        dlbridge.asarray(CudaInterface(host, data=(0, False)))
+
+
+@pytest.mark.parametrize("stream", [None, 1, 2, 12345])
+def test_cuda_interface_streams(host, stream):
+    assert dlbridge.asarray(CudaInterface(host, stream=stream)).shape == (3, 4)
+
+
+@pytest.mark.parametrize("stream", [0, True, 1.0, "1"])
+def test_cuda_interface_bad_stream_raises_value_error(host, stream):
+    with pytest.raises(ValueError, match="stream"):
+        dlbridge.asarray(CudaInterface(host, stream=stream))
+
+
+def test_cuda_interface_result_is_on_cuda_and_keeps_the_owner_alive(host):
+    obj = CudaInterface(host)
+    ref = weakref.ref(obj)
+    a = dlbridge.asarray(obj)
+    assert a.device == Device("cuda", 0)
+    assert a.__dlpack_device__() == (2, 0)
+    del obj
+    gc.collect()
+    assert ref() is not None
+    del a
+    gc.collect()
+    assert ref() is None
+
+
+def test_cuda_interface_views_keep_the_owner_alive(host):
+    obj = CudaInterface(host)
+    ref = weakref.ref(obj)
+    v = dlbridge.asarray(obj)[1:]
+    del obj
+    gc.collect()
+    assert ref() is not None
+    assert v.shape == (2, 4)
+    del v
+    gc.collect()
+    assert ref() is None
+
+
+def test_cuda_interface_read_only_flag(host):
+    assert dlbridge.asarray(CudaInterface(host, data=(host.ctypes.data, True))).readonly is True
+    assert dlbridge.asarray(CudaInterface(host, data=(host.ctypes.data, False))).readonly is False
+
+
+def test_cuda_interface_device_memory_is_not_read_on_the_host(host):
+    a = dlbridge.asarray(CudaInterface(host))
+    for action in (a.tolist, a.copy, lambda: memoryview(a), lambda: a.__array_interface__,
+                   lambda: float(a[0, 0]), lambda: dlbridge.asarray(a, dtype="float64")):
+        with pytest.raises(BufferError, match="host"):
+            action()
+    assert repr(a) == "Array(<shape (3, 4)>, dtype=float32, device=cuda:0)"
+    assert a[1].shape == (4,) and a.T.shape == (4, 3)
+
+
+@pytest.mark.parametrize("version", [4, -1, None, DROP, "3"])
+def test_cuda_interface_bad_version(host, version):
+    with pytest.raises(ValueError, match="version"):
+        dlbridge.asarray(CudaInterface(host, version=version))
+
+
+@pytest.mark.parametrize("fields, error, mention", [
+    ({"typestr": ">f4"}, TypeError, ">f4"),
+    ({"typestr": "<V4"}, TypeError, "<V4"),
+    ({"typestr": 4}, TypeError, "typestr"),
+    ({"shape": [3, 4]}, TypeError, "shape"),
+    ({"shape": (3.0, 4)}, TypeError, "shape"),
+    ({"strides": [16, 4]}, TypeError, "strides"),
+    ({"strides": (16,)}, TypeError, "strides"),
+    ({"data": [0, False]}, TypeError, "data"),
+    ({"data": (1,)}, TypeError, "data"),
+])
+def test_cuda_interface_malformed(host, fields, error, mention):
+    with pytest.raises(error, match=mention):
+        dlbridge.asarray(CudaInterface(host, **fields))
+
+
+def test_cuda_interface_comes_before_the_array_interface(host):
+    class Both(CudaInterface):
+        __array_interface__ = np.arange(3.0).__array_interface__
+
+    assert dlbridge.asarray(Both(host)).device == "cuda:0"
+
+
+# ---------------------------------------------------------------------------
+# __array_interface__ (built by hand)
+
+
+class HostInterface:
+    def __init__(self, owner, **fields):
+        self.owner = owner
+        interface = {"shape": owner.shape, "typestr": owner.dtype.str,
+                     "data": (owner.ctypes.data, False), "version": 3}
+        interface.update(fields)
+        self.interface = {k: v for k, v in interface.items() if v is not DROP}
+
+    @property
+    def __array_interface__(self):
+        return self.interface
+
+
+@pytest.fixture
+def host16():
+    return np.arange(12, dtype=np.int16).reshape(3, 4)
+
+
+@pytest.mark.parametrize("version", [2, 3, DROP])
+def test_array_interface_import(host16, version):
+    a = dlbridge.asarray(HostInterface(host16, version=version))
+    assert a.shape == (3, 4)
+    assert a.dtype == "int16"
+    assert a.device == "cpu"
+    assert a.data_ptr == host16.ctypes.data
+    assert a.tolist() == host16.tolist()
+    assert a.readonly is False
+
+
+@pytest.mark.parametrize("readonly", [True, False, 1, 0])
+def test_array_interface_read_only_flag_is_honoured(host16, readonly):
+    a = dlbridge.asarray(HostInterface(host16, data=(host16.ctypes.data, readonly)))
+    assert a.readonly is bool(readonly)
+    assert np.asarray(a).flags.writeable is not bool(readonly)
+
+
+def test_array_interface_strides(host16):
+    a = dlbridge.asarray(HostInterface(host16, shape=(4, 3), strides=(2, 8)))
+    assert a.strides == (1, 4)
+    assert a.tolist() == host16.T.tolist()
+    assert dlbridge.asarray(HostInterface(host16, strides=None)).strides == (4, 1)
+
+
+def test_array_interface_strides_not_a_multiple_of_itemsize(host16):
+    with pytest.raises(BufferError, match="multiple"):
+        dlbridge.asarray(HostInterface(host16, strides=(8, 3)))
+
+
+def test_array_interface_keeps_the_owner_alive(host16):
+    obj = HostInterface(host16)
+    ref = weakref.ref(obj)
+    a = dlbridge.asarray(obj)
+    del obj
+    gc.collect()
+    assert ref() is not None
+    assert a.tolist() == host16.tolist()
+    del a
+    gc.collect()
+    assert ref() is None
+
+
+def test_array_interface_writes_go_to_the_owner(host16):
+    a = dlbridge.asarray(HostInterface(host16))
+    np.asarray(a)[0, 0] = -7
+    assert host16[0, 0] == -7
+
+
+def test_array_interface_null_pointer_for_empty():
+    owner = np.zeros((0,), dtype=np.int16)
+    a = dlbridge.asarray(HostInterface(owner, data=(0, False)))
+    assert a.shape == (0,) and a.tolist() == []
+
+
+def test_array_interface_null_pointer_for_non_empty(host16):
+    with pytest.raises(BufferError):
+        dlbridge.asarray(HostInterface(host16, data=(0, False)))
+
+
+def test_array_interface_errors(host16):
+    with pytest.raises(ValueError, match="version"):
+        dlbridge.asarray(HostInterface(host16, version=1))
+    with pytest.raises(BufferError, match="mask"):
+        dlbridge.asarray(HostInterface(host16, mask=object()))
+    with pytest.raises(TypeError, match=">i2"):
+        dlbridge.asarray(HostInterface(host16, typestr=">i2"))
+
+
+def test_array_interface_of_a_dlbridge_array_round_trips():
+    n = np.arange(6.0).reshape(2, 3)
+    src = dlbridge.asarray(n)[:, ::-1]
+
+    class Holder:
+        __array_interface__ = src.__array_interface__
+
+    a = dlbridge.asarray(Holder())
+    assert a.tolist() == n[:, ::-1].tolist()
+    assert a.strides == (3, -1)
+    assert a.data_ptr == src.data_ptr
+
+
+def test_array_interface_comes_before_the_buffer_protocol():
+    n = np.arange(4, dtype=np.int32)
+
+    class Both(bytearray):
+        __array_interface__ = n.__array_interface__
+
+    a = dlbridge.asarray(Both(b"xy"))
+    assert a.dtype == "int32"
+    assert a.data_ptr == n.ctypes.data
+
+
+# ---------------------------------------------------------------------------
+# The buffer protocol
+
+
+def test_bytes_are_read_only_uint8():
+    a = dlbridge.asarray(b"abc")
+    assert a.dtype == "uint8"
+    assert a.shape == (3,)
+    assert a.readonly is True
+    assert a.tolist() == [97, 98, 99]
+
+
+def test_bytearray_is_writable_uint8_and_shared():
+    b = bytearray(b"\x01\x02\x03")
+    a = dlbridge.asarray(b)
+    assert a.dtype == "uint8"
+    assert a.readonly is False
+    np.asarray(a)[0] = 9
+    assert b[0] == 9
+    b[2] = 7
+    assert a.tolist() == [9, 2, 7]
+
+
+def test_memoryview_of_bytes_is_read_only():
+    a = dlbridge.asarray(memoryview(b"ab"))
+    assert a.readonly is True
+    assert a.tolist() == [97, 98]
+
+
+def test_memoryview_of_numpy():
+    n = np.arange(12, dtype=np.int64).reshape(3, 4)
+    a = dlbridge.asarray(memoryview(n))
+    assert a.dtype == "int64"
+    assert a.shape == (3, 4)
+    assert a.data_ptr == n.ctypes.data
+    assert a.tolist() == n.tolist()
+
+
+@pytest.mark.parametrize("key", [(slice(None, None, 2), slice(None, None, -3)), (slice(None), 1),
+                                 (slice(None, None, -1),)], ids=repr)
+def test_memoryview_of_non_contiguous_numpy(key):
+    n = np.arange(24, dtype=np.float64).reshape(4, 6)
+    view = n[key]
+    a = dlbridge.asarray(memoryview(view))
+    assert a.shape == view.shape
+    assert a.strides == element_strides(view)
+    assert a.data_ptr == view.ctypes.data
+    assert a.tolist() == view.tolist()
+
+
+def test_memoryview_cast_to_2d():
+    a = dlbridge.asarray(memoryview(b"abcd").cast("B", (2, 2)))
+    assert a.shape == (2, 2)
+    assert a.tolist() == [[97, 98], [99, 100]]
+
+
+@pytest.mark.parametrize("code, name, values", [
+    ("b", "int8", [-1, 2]), ("B", "uint8", [1, 255]), ("h", "int16", [-300, 5]), ("H", "uint16", [60000]),
+    ("i", "int32", [1, 2, 3]), ("I", "uint32", [2**32 - 1]), ("l", "int64", [-(2**40)]),
+    ("L", "uint64", [2**40]), ("q", "int64", [2**62]), ("Q", "uint64", [2**64 - 1]),
+    ("f", "float32", [0.5, -1.25]), ("d", "float64", [1e300]), ("h", "int16", []),
+])
+def test_array_array(code, name, values):
+    arr = array.array(code, values)
+    a = dlbridge.asarray(arr)
+    assert a.dtype == name
+    assert a.shape == (len(values),)
+    assert a.tolist() == values
+    assert a.readonly is False
+    if values:
+        np.asarray(a)[0] = 0
+        assert arr[0] == 0
+
+
+@pytest.mark.parametrize("dtype", [">i4", ">i2", ">f8", ">u8", ">f2", ">c16"])
+def test_big_endian_buffer_formats_are_refused(dtype):
+    view = memoryview(np.zeros(3, dtype=dtype))
+    assert view.format.startswith(">")
+    with pytest.raises(BufferError, match="big-endian"):
+        dlbridge.asarray(view)
+
+
+@pytest.mark.parametrize("dtype, name", [("|i1", "int8"), (">i1", "int8"), ("|b1", "bool"), (">?", "bool"),
+                                         ("<f2", "float16"), ("<c8", "complex64"), ("c16", "complex128")])
+def test_buffer_formats_without_byte_order_issues(dtype, name):
+    assert dlbridge.asarray(memoryview(np.zeros(3, dtype=dtype))).dtype == name
+
+
+@pytest.mark.parametrize("dtype", ["V4", "S2", "U1", np.dtype([("a", "<i4")])], ids=str)
+def test_buffer_formats_without_a_dlpack_dtype(dtype):
+    with pytest.raises(BufferError, match="format"):
+        dlbridge.asarray(memoryview(np.zeros(3, dtype=dtype)))
+
+
+@pytest.mark.parametrize("fmt", ["c", "P", "x"])
+def test_struct_formats_without_a_dlpack_dtype(fmt):
+    view = memoryview(bytearray(16)).cast(fmt) if fmt != "x" else memoryview(np.zeros(2, "V1"))
+    with pytest.raises(BufferError):
+        dlbridge.asarray(view)
+
+
+def _run_isolated(code):
+    """Runs `code` in a fresh interpreter (a crash there cannot take the test run down)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([p for p in sys.path if p]))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+@pytest.mark.parametrize("ctype, name, values", [("c_int32", "int32", [1, 2, 3]),
+                                                 ("c_double", "float64", [1.5, -2.0]),
+                                                 ("c_uint16", "uint16", [7, 65535]),
+                                                 ("c_bool", "bool", [True, False])])
+def test_ctypes_arrays(ctype, name, values):
+    """ctypes exports its buffers with strides NULL (allowed for C-contiguous
+    data); the import must read them as C order."""
+    result = _run_isolated(f"""
+        import ctypes, dlbridge
+        buf = (ctypes.{ctype} * {len(values)})(*{values!r})
+        a = dlbridge.asarray(buf)
+        assert a.dtype == {name!r}, a.dtype
+        assert a.shape == ({len(values)},), a.shape
+        assert a.strides == (1,), a.strides
+        assert a.tolist() == {values!r}, a.tolist()
+        assert a.data_ptr == ctypes.addressof(buf)
+        print("ok")
+    """)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", (
+        f"exit status {result.returncode}; stderr: {result.stderr[-2000:]}")
+
+
+def test_ctypes_scalar():
+    result = _run_isolated("""
+        import ctypes, dlbridge
+        a = dlbridge.asarray(ctypes.c_int64(42))
+        assert a.shape == () and a.dtype == "int64" and a.tolist() == 42
+        print("ok")
+    """)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_buffer_keeps_the_exporter_alive():
+    b = bytearray(b"hello")
+    a = dlbridge.asarray(b)
+    del b
+    gc.collect()
+    assert bytes(np.asarray(a)) == b"hello"
+
+
+def test_buffer_exporter_cannot_resize_while_imported():
+    b = bytearray(b"abc")
+    a = dlbridge.asarray(b)
+    with pytest.raises(BufferError):
+        b.extend(b"more")
+    del a
+    gc.collect()
+    b.extend(b"more")
+    assert b == bytearray(b"abcmore")
+
+
+# ---------------------------------------------------------------------------
+# Nested sequences and Python scalars
+
+
+@pytest.mark.parametrize("obj", [
+    True, 1, -5, 2**63 - 1, -(2**63), 2**63, 2**64 - 1, 1.5, -0.0, math.inf, 1j, 1 + 0j,
+    [True, False], [True, 1], [1, 2.0], [1, 1j], [True, 1.5], [2**63], [2**63, 2**64 - 1],
+    [[1, 2], [3, 4]], ((1, 2), (3, 4)), [[1, 2], (3, 4)], [[[1.5]]], [[True], [False]],
+    [1.0, math.nan], [[1j, 2], [3, 4.5]],
+], ids=repr)
+def test_sequence_and_scalar_inference_matches_numpy(obj):
+    a = dlbridge.asarray(obj)
+    n = np.array(obj)
+    assert a.dtype == n.dtype.name
+    assert a.shape == n.shape
+    got, want = a.tolist(), n.tolist()
+    if isinstance(want, list) and any(isinstance(x, float) and math.isnan(x) for x in want):
+        assert [str(x) for x in got] == [str(x) for x in want]
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("obj, dtype", [(True, "bool"), (3, "int64"), (2**63, "uint64"), (2.5, "float64"),
+                                        (2j, "complex128")])
+def test_python_scalars_are_0d(obj, dtype):
+    a = dlbridge.asarray(obj)
+    assert a.shape == ()
+    assert a.dtype == dtype
+    assert a.tolist() == obj
+    assert a.readonly is False
+
+
+@pytest.mark.parametrize("obj, shape", [([], (0,)), ([[]], (1, 0)), ([[], []], (2, 0)), ((), (0,)),
+                                        ([[[]]], (1, 1, 0))], ids=repr)
+def test_empty_sequences_are_float64(obj, shape):
+    a = dlbridge.asarray(obj)
+    assert a.shape == shape == np.array(obj).shape
+    assert a.dtype == "float64"
+    assert a.tolist() == np.array(obj).tolist()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "bool", "bfloat16", "float8_e5m2", "float4_e2m1fn", "complex64"])
+def test_empty_sequences_with_dtype(dtype):
+    a = dlbridge.asarray([[], []], dtype=dtype)
+    assert a.shape == (2, 0)
+    assert a.dtype == dtype
+
+
+@pytest.mark.parametrize("obj, axis", [([[1, 2], [3]], "axis 1"), ([[1], [2, 3]], "axis 1"),
+                                       ([[[1, 2]], [[3]]], "axis 2"), ([[1, 2], [3, 4], [5]], "axis 1")],
+                         ids=repr)
+def test_ragged_sequences_name_the_axis(obj, axis):
+    with pytest.raises(ValueError, match=axis):
+        dlbridge.asarray(obj)
+
+
+@pytest.mark.parametrize("obj", [[[1, 2], 3], [1, [2, 3]], [[[1]], [2]], [[1, [2]], [3, [4]]]], ids=repr)
+def test_ragged_depth_raises_value_error(obj):
+    with pytest.raises(ValueError, match="ragged"):
+        dlbridge.asarray(obj)
+
+
+@pytest.mark.parametrize("obj", ["abc", ["a"], [b"x"], [[1, "2"]], [1, "x"]], ids=repr)
+def test_strings_raise_type_error(obj):
+    with pytest.raises(TypeError, match="string"):
+        dlbridge.asarray(obj)
+
+
+@pytest.mark.parametrize("obj", [None, [None], [1, None], [object()], {1: 2}], ids=repr)
+def test_non_numbers_raise_type_error(obj):
+    with pytest.raises(TypeError):
+        dlbridge.asarray(obj)
+
+
+@pytest.mark.parametrize("obj", [2**64, -(2**63) - 1, [1, 2**64], [[2**70]], [2**63, -1]], ids=repr)
+def test_ints_beyond_64_bits_raise_overflow_error(obj):
+    with pytest.raises(OverflowError):
+        dlbridge.asarray(obj)
+
+
+def test_nesting_deeper_than_64_raises_value_error():
+    deep = 1.0
+    for _ in range(65):
+        deep = [deep]
+    with pytest.raises(ValueError, match="64"):
+        dlbridge.asarray(deep)
+    ok = 1.0
+    for _ in range(64):
+        ok = [ok]
+    assert dlbridge.asarray(ok).ndim == 64
+
+
+@pytest.mark.parametrize("obj", [[np.int64(2**62 + 1), 1], [np.int8(3), np.int8(-4)], [np.uint64(2**64 - 1)],
+                                 [np.True_, np.False_], [np.float32(1.5), 2.0], [np.complex64(1 + 2j)],
+                                 [np.float16(0.5)], [[np.int32(1), np.int32(2)]]], ids=repr)
+def test_numpy_scalars_in_sequences_keep_their_kind_and_value(obj):
+    """NumPy scalars in a list infer a dtype of the same kind as NumPy does
+    (bool, signed, unsigned, float, complex), and keep their values."""
+    a = dlbridge.asarray(obj)
+    n = np.array(obj)
+    assert a.dtype.code == dlbridge.DType(n.dtype).code, (a.dtype, n.dtype)
+    assert a.tolist() == n.tolist()
+
+
+@pytest.mark.parametrize("obj, dtype", [
+    ([1, 2], "float32"), ([1.5, 2.5], "int32"), ([True, False], "float16"), ([0.0, 0.5], "bool"),
+    ([1, 2, 3], "uint8"), ([1.5, -2.25], "complex64"), ([[1, 2], [3, 4]], "int16"), (5, "uint8"),
+    ([2**64 - 1], "float32"), ([2**53 + 1], "float64"), ([2**63 + 1], "float32"), ([1e10], "float16"),
+    ([65519.0, 65520.0], "float16"), ([1 + 2j], "complex64"), (True, "int8"),
+], ids=repr)
+def test_sequence_with_dtype_matches_numpy(obj, dtype):
+    a = dlbridge.asarray(obj, dtype=dtype)
+    with np.errstate(over="ignore"):
+        n = np.array(obj, dtype=dtype)
+    assert a.dtype == dtype
+    assert a.tolist() == n.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                   "float8_e8m0fnu", "float8_e3m4", "float6_e2m3fn", "float4_e2m1fn"])
+def test_sequence_to_small_floats_matches_ml_dtypes(dtype):
+    values = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 0.25, 6.0]
+    a = dlbridge.asarray([values, values[::-1]], dtype=dtype)
+    n = np.array([values, values[::-1]], dtype=np.float32).astype(getattr(ml_dtypes, dtype))
+    assert a.dtype == dtype
+    assert a.shape == (2, 8)
+    assert a.tolist() == n.astype(np.float64).tolist()
+
+
+@pytest.mark.parametrize("value, dtype", [(300, "uint8"), (-1, "uint8"), (128, "int8"), (2**63, "int64"),
+                                          (-1, "uint64"), (70000, "int16")])
+def test_sequence_int_out_of_range_for_dtype(value, dtype):
+    with pytest.raises(OverflowError, match=dtype):
+        dlbridge.asarray([1, value], dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool", "bfloat16"])
+def test_sequence_complex_to_real_dtype_raises_type_error(dtype):
+    with pytest.raises(TypeError, match="complex"):
+        dlbridge.asarray([1.0, 2j], dtype=dtype)
+
+
+def test_sequence_results_are_fresh_and_writable():
+    a = dlbridge.asarray([1, 2, 3])
+    b = dlbridge.asarray([1, 2, 3], copy=True)
+    assert a.readonly is False and b.readonly is False
+    assert a.data_ptr != b.data_ptr
+    assert a.__array_interface__["strides"] is None
+
+
+def test_sequence_copy_false_raises_value_error():
+    with pytest.raises(ValueError, match="copy=False"):
+        dlbridge.asarray([1, 2], copy=False)
+    with pytest.raises(ValueError, match="copy=False"):
+        dlbridge.asarray(1.5, copy=False)
+
+
+# ---------------------------------------------------------------------------
+# dtype= and copy=
+
+
+@pytest.mark.parametrize("copy", [1, 0, "yes", "no", 1.0])
+def test_copy_must_be_a_bool_or_none(copy):
+    with pytest.raises(TypeError, match="copy"):
+        dlbridge.asarray(np.arange(3), copy=copy)
+
+
+def test_copy_false_when_no_copy_is_needed():
+    n = np.arange(6, dtype=np.int32)
+    a = dlbridge.asarray(n, copy=False)
+    assert a.data_ptr == n.ctypes.data
+    assert dlbridge.asarray(n, dtype="int32", copy=False).data_ptr == n.ctypes.data
+    assert dlbridge.asarray(bytearray(3), copy=False).readonly is False
+
+
+@pytest.mark.parametrize("source", [np.arange(6, dtype=np.int32), torch.arange(4), bytearray(b"ab"),
+                                    array.array("d", [1.0])], ids=lambda s: type(s).__name__)
+def test_copy_false_with_dtype_change_raises_value_error(source):
+    with pytest.raises(ValueError, match="copy=False"):
+        dlbridge.asarray(source, dtype="complex128", copy=False)
+
+
+def _read_only_interface():
+    n = np.arange(1, 5, dtype=np.int16)
+    n.flags.writeable = False
+    return HostInterface(n, data=(n.ctypes.data, True))
+
+
+COPY_SOURCES = {
+    "numpy": lambda: np.arange(6.0).reshape(2, 3),
+    "numpy view": lambda: np.arange(6.0).reshape(2, 3)[:, ::-1],
+    "broadcast": lambda: np.broadcast_to(np.arange(3.0), (2, 3)),
+    "read-only numpy": lambda: np.frombuffer(b"\x01\x02\x03", dtype=np.uint8),
+    "torch": lambda: torch.arange(6.0).reshape(2, 3),
+    "bytearray": lambda: bytearray(b"abc"),
+    "bytes": lambda: b"abc",
+    "array.array": lambda: array.array("i", [1, 2]),
+    "read-only __array_interface__": _read_only_interface,
+}
+
+
+@pytest.mark.parametrize("label", list(COPY_SOURCES))
+def test_copy_true_always_gives_a_new_writable_buffer(label):
+    source = COPY_SOURCES[label]()
+    shared = dlbridge.asarray(source)
+    before = shared.tolist()
+    a = dlbridge.asarray(source, copy=True)
+    assert a.readonly is False
+    assert a.data_ptr != shared.data_ptr
+    assert a.tolist() == before
+    assert a.__array_interface__["strides"] is None
+    out = np.asarray(a)
+    assert out.flags.writeable
+    out.flat[0] = 99
+    assert a.tolist() != before
+    assert shared.tolist() == before  # the source did not change
+
+
+def test_copy_true_leaves_the_source_untouched():
+    n = np.zeros(4)
+    a = dlbridge.asarray(n, copy=True)
+    np.asarray(a)[:] = 5.0
+    assert n.tolist() == [0.0] * 4
+    b = bytearray(2)
+    c = dlbridge.asarray(b, copy=True)
+    np.asarray(c)[:] = 1
+    assert b == bytearray(2)
+
+
+INTS = np.array([-(2**31), -129, -128, -1, 0, 1, 127, 128, 255, 256, 2**24 + 1, 2**31 - 1], dtype=np.int64)
+FLOATS = np.array([-127.9, -2.7, -2.5, -1.5, -0.5, -0.0, 0.0, 0.4, 0.5, 1.5, 2.5, 2.7, 126.99, 1e-300, 5e-324])
+POSITIVE_FLOATS = np.array([0.0, 0.4, 0.5, 1.5, 2.5, 2.7, 126.99, 200.5, 254.9])
+WIDE_FLOATS = np.array([0.1, 1 / 3, 65504.0, 65519.99, 65520.0, 1e-8, 6e-8, 3e-8, 1e300, -1e300, np.inf, -np.inf,
+                        1e-300, -0.0, 2.0**-24, 2.0**-25, 3 * 2.0**-26, 1 + 2.0**-11, 1 + 3 * 2.0**-11])
+with np.errstate(over="ignore"):
+    WIDE32 = WIDE_FLOATS.astype(np.float32)
+    WIDE16 = WIDE_FLOATS.astype(np.float16)
+
+
+@pytest.mark.parametrize("source, target", [
+    (INTS, "float64"), (INTS, "float32"), (INTS, "float16"), (INTS, "complex128"), (INTS, "int8"),
+    (INTS, "uint8"), (INTS, "int16"), (INTS, "uint64"), (INTS, "bool"), (INTS.astype(np.int32), "int64"),
+    (INTS.astype(np.int8), "uint16"), (np.array([2**64 - 1, 2**63, 2**53 + 1], dtype=np.uint64), "float64"),
+    (np.array([2**64 - 1, 2**63, 2**53 + 1], dtype=np.uint64), "float32"),
+    (np.array([2**64 - 1, 2**63, 5], dtype=np.uint64), "int64"),
+    (FLOATS, "int8"), (FLOATS, "int16"), (FLOATS, "int32"), (FLOATS, "int64"), (FLOATS, "bool"),
+    (FLOATS.astype(np.float32), "int32"), (POSITIVE_FLOATS, "uint8"), (POSITIVE_FLOATS, "uint64"),
+    (WIDE_FLOATS, "float16"), (WIDE_FLOATS, "float32"), (WIDE32, "float16"),
+    (WIDE16, "float64"), (WIDE16, "float32"), (WIDE_FLOATS, "complex64"), (WIDE32, "complex128"),
+    (np.array([1 + 2j, -0.5j, 1e300 + 1e-300j]), "complex64"),
+    (np.array([1 + 2j, -0.5j], dtype=np.complex64), "complex128"),
+    (np.array([True, False]), "float32"), (np.array([True, False]), "int64"),
+], ids=lambda v: v if isinstance(v, str) else str(v.dtype))
+def test_dtype_conversion_matches_numpy_astype(source, target):
+    a = dlbridge.asarray(source, dtype=target)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = source.astype(target)
+    assert a.dtype == target
+    assert a.shape == want.shape
+    assert a.readonly is False
+    got = np.asarray(a)
+    assert got.tobytes() == want.tobytes(), list(zip(source.tolist(), got.tolist(), want.tolist()))
+
+
+def test_dtype_conversion_of_a_strided_view():
+    n = np.arange(24, dtype=np.int16).reshape(4, 6)[::-1, ::2]
+    a = dlbridge.asarray(n, dtype="float64")
+    assert a.tolist() == n.astype(np.float64).tolist()
+    assert a.__array_interface__["strides"] is None
+
+
+def test_dtype_conversion_of_a_read_only_source_is_writable():
+    n = np.arange(3, dtype=np.int32)
+    n.flags.writeable = False
+    a = dlbridge.asarray(n, dtype="int64")
+    assert a.readonly is False
+
+
+@pytest.mark.parametrize("target", ["float64", "float32", "int64", "bool", "float16", "bfloat16"])
+@pytest.mark.parametrize("source", ["complex64", "complex128"])
+def test_complex_to_real_raises_type_error(source, target):
+    with pytest.raises(TypeError, match="complex"):
+        dlbridge.asarray(np.array([1 + 2j], dtype=source), dtype=target)
+
+
+def test_dtype_conversion_to_small_floats_from_numpy():
+    n = np.array([0.1, 1.0, 300.0, -2.5, 1e6], dtype=np.float32)
+    for name in ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float6_e3m2fn"]:
+        ml = getattr(ml_dtypes, name)
+        a = dlbridge.asarray(n, dtype=name)
+        with np.errstate(over="ignore"):
+            want = n.astype(ml).astype(np.float64).tolist()
+        got = a.tolist()
+        assert [str(x) for x in got] == [str(x) for x in want], name
+
+
+def test_dtype_accepts_every_spelling():
+    n = np.arange(3, dtype=np.int32)
+    for spec in ["float32", "<f4", "f4", np.float32, np.dtype("float32"), torch.float32, (2, 32),
+                 dlbridge.DType("float32")]:
+        assert dlbridge.asarray(n, dtype=spec).dtype == "float32"
+
+
+def test_device_argument():
+    n = np.arange(3)
+    assert dlbridge.asarray(n, device="cpu").data_ptr == n.ctypes.data
+    assert dlbridge.asarray([1, 2], device=Device("cpu")).device == "cpu"
+    with pytest.raises(ValueError, match="cuda"):
+        dlbridge.asarray([1, 2], device="cuda")
+    with pytest.raises(ValueError, match="cuda"):
+        dlbridge.asarray(bytearray(2), device="cuda:1")
+
+
+def test_from_dlpack_and_asarray_agree():
+    n = np.arange(6.0).reshape(2, 3)[:, ::2]
+    a, b = dlbridge.from_dlpack(n), dlbridge.asarray(n)
+    assert (a.shape, a.strides, a.data_ptr, a.dtype) == (b.shape, b.strides, b.data_ptr, b.dtype)
+
+
+def test_result_type_is_array():
+    for source in [np.arange(2), torch.arange(2), b"ab", [1], 1.0, CudaInterface(np.zeros(2))]:
+        assert type(dlbridge.asarray(source)) is Array

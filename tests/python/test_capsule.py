@@ -1,0 +1,582 @@
+"""dlbridge as a DLPack consumer, fed capsules built by hand with ctypes.
+
+Every tensor here is a DLManagedTensor[Versioned] made field by field
+(tests/python/dlpack_ctypes.py), so each rule of the DLPack 1.3 ABI and
+python_spec can be exercised exactly, including tensors no library would make.
+The deleter counts its calls: it must run exactly once, and only when the last
+dlbridge array (or view) on the tensor is gone.
+"""
+import ctypes
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import dlbridge
+from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED, INT32,
+                           ManagedTensor, Producer, capsule_name, stray_deleter_calls)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(autouse=True)
+def no_stray_deleter_calls():
+    """No deleter may ever be called with a pointer that is not one we made."""
+    before = len(stray_deleter_calls)
+    yield
+    gc.collect()
+    assert stray_deleter_calls[before:] == []
+
+
+def collect():
+    gc.collect()
+
+
+def import_hand_built(managed, **from_dlpack_kwargs):
+    producer = Producer(managed)
+    array = dlbridge.from_dlpack(producer, **from_dlpack_kwargs)
+    return producer, array
+
+
+# -- layouts ------------------------------------------------------------------
+
+
+def test_null_strides_mean_c_order():
+    mt = ManagedTensor(range(6), shape=(2, 3))
+    producer, a = import_hand_built(mt)
+    assert a.shape == (2, 3)
+    assert a.strides == (3, 1)
+    assert a.dtype == dlbridge.DType("float64")
+    assert a.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert a.data_ptr == mt.data_address  # shared, not copied
+    assert not a.readonly
+    assert a.device == dlbridge.Device("cpu")
+    assert producer.calls == [{"max_version": (1, 3)}]
+    assert mt.deleter_calls == 0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize(
+    "shape, strides, byte_offset, expected",
+    [
+        ((2, 3), (1, 2), 0, [[0, 2, 4], [1, 3, 5]]),                 # Fortran order
+        ((2, 3), (3, 1), 0, [[0, 1, 2], [3, 4, 5]]),                 # explicit C order
+        ((2, 3), (-3, -1), 5 * 8, [[5, 4, 3], [2, 1, 0]]),           # both axes reversed
+        ((3,), (-2,), 4 * 8, [4, 2, 0]),                             # negative with a step
+        ((2, 3), (0, 1), 0, [[0, 1, 2], [0, 1, 2]]),                 # broadcast (zero) stride
+        ((1, 3), (1000, 1), 0, [[0, 1, 2]]),                         # arbitrary stride on extent 1
+        ((2, 2), (2, 1), 2 * 8, [[2, 3], [4, 5]]),                   # strides and byte_offset
+    ],
+)
+def test_explicit_strides(shape, strides, byte_offset, expected):
+    mt = ManagedTensor(range(6), shape=shape, strides=strides, byte_offset=byte_offset)
+    producer, a = import_hand_built(mt)
+    assert a.shape == shape
+    assert a.strides == strides
+    assert a.tolist() == expected
+    assert a.data_ptr == mt.data_address + byte_offset
+    assert mt.deleter_calls == 0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_negative_strides_with_data_pointing_at_the_first_element():
+    # The other common spelling: data itself is the first element, byte_offset 0.
+    mt = ManagedTensor(range(6), shape=(2, 3), strides=(-3, -1), data=None)
+    mt.struct.dl_tensor.data = mt.data_address + 5 * 8
+    producer, a = import_hand_built(mt)
+    assert a.tolist() == [[5, 4, 3], [2, 1, 0]]
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize("byte_offset", [8, 16, 24])
+def test_byte_offset_is_added_to_data(byte_offset):
+    mt = ManagedTensor([10.0, 11.0, 12.0, 13.0, 14.0, 15.0], shape=(3,), byte_offset=byte_offset)
+    producer, a = import_hand_built(mt)
+    first = byte_offset // 8
+    assert a.tolist() == [10.0 + first, 11.0 + first, 12.0 + first]
+    assert a.data_ptr == mt.data_address + byte_offset
+    # Re-exported, the offset is folded into data (DLPack pitfall 6).
+    b = dlbridge.from_dlpack(a)
+    assert b.tolist() == a.tolist()
+    del a, b
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_int32_values():
+    mt = ManagedTensor([-1, 2, 2**31 - 1], dtype=INT32, ctype=ctypes.c_int32)
+    producer, a = import_hand_built(mt)
+    assert a.dtype == dlbridge.DType("int32")
+    assert a.tolist() == [-1, 2, 2**31 - 1]
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_zero_dimensional_tensor_with_null_shape_and_strides():
+    mt = ManagedTensor([42.0], shape=())
+    assert not mt.struct.dl_tensor.shape and not mt.struct.dl_tensor.strides
+    producer, a = import_hand_built(mt)
+    assert a.shape == ()
+    assert a.tolist() == 42.0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- views keep the tensor -----------------------------------------------------
+
+
+def test_views_keep_the_tensor_until_the_last_one_goes():
+    mt = ManagedTensor(range(6), shape=(2, 3))
+    producer, a = import_hand_built(mt)
+    t = a.T
+    row = a[1]
+    tail = a[:, ::-2]
+    del a
+    collect()
+    assert mt.deleter_calls == 0
+    assert t.tolist() == [[0, 3], [1, 4], [2, 5]]
+    assert row.tolist() == [3, 4, 5]
+    del t, row
+    collect()
+    assert mt.deleter_calls == 0
+    assert tail.tolist() == [[2, 0], [5, 3]]
+    del tail
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- flags ----------------------------------------------------------------------
+
+
+def test_read_only_flag_gives_a_read_only_array():
+    mt = ManagedTensor(range(4), flags=FLAG_READ_ONLY)
+    producer, a = import_hand_built(mt)
+    assert a.readonly
+    assert memoryview(a).readonly
+    with pytest.raises(TypeError):
+        memoryview(a)[0] = 1.0
+    view = a[1:]
+    assert view.readonly
+    del a
+    collect()
+    assert mt.deleter_calls == 0
+    del view
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_writable_versioned_import_is_writable_and_shares_memory():
+    mt = ManagedTensor(range(4))
+    producer, a = import_hand_built(mt)
+    assert not a.readonly
+    memoryview(a)[2] = 99.0
+    assert mt.buffer[2] == 99.0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_is_copied_flag_is_accepted_and_writable():
+    mt = ManagedTensor(range(4), flags=FLAG_IS_COPIED)
+    producer, a = import_hand_built(mt)
+    assert not a.readonly
+    assert a.tolist() == [0, 1, 2, 3]
+    assert a.data_ptr == mt.data_address
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_copy_true_trusts_is_copied_and_does_not_copy_again():
+    mt = ManagedTensor(range(4), flags=FLAG_IS_COPIED)
+    producer, a = import_hand_built(mt, copy=True)
+    assert producer.calls == [{"max_version": (1, 3), "dl_device": None, "copy": True}]
+    assert a.data_ptr == mt.data_address
+    assert mt.deleter_calls == 0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_copy_true_copies_when_the_producer_did_not():
+    mt = ManagedTensor(range(4))
+    producer, a = import_hand_built(mt, copy=True)
+    assert a.data_ptr != mt.data_address
+    assert a.tolist() == [0, 1, 2, 3]
+    assert not a.readonly
+    # The producer's tensor is no longer needed once copied.
+    collect()
+    assert mt.deleter_calls == 1
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_copy_true_of_read_only_data_is_writable():
+    mt = ManagedTensor(range(4), flags=FLAG_READ_ONLY)
+    producer, a = import_hand_built(mt, copy=True)
+    assert not a.readonly
+    assert a.data_ptr != mt.data_address
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_copy_false_passes_the_keyword_and_shares():
+    mt = ManagedTensor(range(4))
+    producer, a = import_hand_built(mt, copy=False)
+    assert producer.calls == [{"max_version": (1, 3), "dl_device": None, "copy": False}]
+    assert a.data_ptr == mt.data_address
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- versions -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [(1, 0), (1, 1), (1, 2), (1, 3), (1, 99)])
+def test_any_minor_of_major_1_is_accepted(version):
+    mt = ManagedTensor(range(3), version=version)
+    producer, a = import_hand_built(mt)
+    assert a.tolist() == [0, 1, 2]
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize("version", [(2, 0), (0, 9), (7, 3)])
+def test_other_major_version_is_refused_after_calling_the_deleter(version):
+    mt = ManagedTensor(range(3), version=version)
+    # With another major the layout past `flags` is unknown: garbage there must
+    # not matter (and must not be what the error talks about).
+    mt.struct.dl_tensor.ndim = -7
+    mt.struct.dl_tensor.dtype.code = 250
+    producer = Producer(mt)
+    with pytest.raises(BufferError, match="version") as info:
+        dlbridge.from_dlpack(producer)
+    assert f"{version[0]}.{version[1]}" in str(info.value)
+    assert mt.deleter_calls == 1
+    assert capsule_name(producer.capsule) == b"used_dltensor_versioned"
+    del producer
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- invalid tensors -------------------------------------------------------------
+
+INVALID = {
+    "unknown dtype code": (dict(dtype=(99, 64, 1)), "dtype code 99"),
+    "ndim 70": (dict(shape=(1,) * 70, values=[1.0]), "expected ndim <= 64, got 70"),
+    "negative ndim": (dict(ndim=-1), "ndim"),
+    "negative extent": (dict(shape=(2, -3), values=range(6)), "extent -3"),
+    "null data, non-empty": (dict(data=None), "data"),
+    "unknown device type": (dict(device=(99, 0)), "device type 99"),
+    "unused device type 5": (dict(device=(5, 0)), "device type 5"),
+    "negative device id": (dict(device=(1, -1)), "device"),
+    "lanes 4": (dict(dtype=(2, 32, 4)), "lanes 4"),
+    "unsupported bits": (dict(dtype=(2, 7, 1)), "dtype"),
+    "fp4 with bits 8": (dict(dtype=(17, 8, 1)), "dtype"),
+    "null shape": (dict(shape=(2, 2), values=range(4)), "shape"),
+    "unknown flag": (dict(flags=1 << 7), "flags"),
+    "subbyte padded flag on float64": (dict(flags=FLAG_IS_SUBBYTE_TYPE_PADDED), "flags"),
+}
+
+
+def _make_invalid(case, versioned):
+    kwargs = dict(INVALID[case][0])
+    values = kwargs.pop("values", range(4))
+    mt = ManagedTensor(values, versioned=versioned, **kwargs)
+    if case == "null shape":
+        mt.struct.dl_tensor.shape = None
+    return mt
+
+
+# The legacy struct has no flags field, so the flag cases are versioned only.
+INVALID_PARAMS = [pytest.param(case, True, id=f"{case}-versioned") for case in INVALID] + [
+    pytest.param(case, False, id=f"{case}-legacy") for case in INVALID if "flags" not in INVALID[case][0]]
+
+
+@pytest.mark.parametrize("case, versioned", INVALID_PARAMS)
+def test_invalid_tensor_raises_buffer_error_after_calling_the_deleter_once(case, versioned):
+    mt = _make_invalid(case, versioned)
+    producer = Producer(mt)
+    with pytest.raises(BufferError) as info:
+        dlbridge.from_dlpack(producer)
+    assert INVALID[case][1] in str(info.value)
+    # The consumer took ownership (renamed the capsule) and gave it back at once.
+    assert capsule_name(producer.capsule).startswith(b"used_")
+    assert mt.deleter_calls == 1
+    del producer, info
+    collect()
+    assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize("strides", [None, (3, 1), (7, -5), (0, 0)])
+def test_null_data_for_an_empty_tensor_is_accepted(strides):
+    mt = ManagedTensor([], shape=(0, 3), strides=strides, data=None)
+    producer, a = import_hand_built(mt)
+    assert a.shape == (0, 3)
+    assert a.size == 0
+    assert a.tolist() == []
+    assert mt.deleter_calls == 0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- legacy capsules ----------------------------------------------------------------
+
+
+def test_legacy_capsule_imports_read_only_and_is_released_once():
+    mt = ManagedTensor(range(6), shape=(3, 2), versioned=False)
+    producer, a = import_hand_built(mt)
+    assert a.readonly
+    assert a.tolist() == [[0, 1], [2, 3], [4, 5]]
+    assert a.data_ptr == mt.data_address
+    assert capsule_name(producer.capsule) == b"used_dltensor"
+    view = a[::2]
+    del a
+    collect()
+    assert mt.deleter_calls == 0
+    del view
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_legacy_capsule_with_strides_and_byte_offset():
+    mt = ManagedTensor(range(6), shape=(2, 2), strides=(1, 2), byte_offset=8, versioned=False)
+    producer, a = import_hand_built(mt)
+    assert a.tolist() == [[1, 3], [2, 4]]
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- capsule names and ownership ----------------------------------------------------
+
+
+def test_versioned_capsule_is_renamed_used_after_consumption():
+    mt = ManagedTensor(range(3))
+    producer = Producer(mt)
+    assert capsule_name(producer.capsule) == b"dltensor_versioned"
+    a = dlbridge.from_dlpack(producer)
+    assert capsule_name(producer.capsule) == b"used_dltensor_versioned"
+    del producer  # the producer's own destructor must now leave the tensor alone
+    collect()
+    assert mt.deleter_calls == 0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_capsule_consumed_twice_raises_buffer_error():
+    mt = ManagedTensor(range(3))
+    producer = Producer(mt)
+    a = dlbridge.from_dlpack(producer)
+    with pytest.raises(BufferError, match="already consumed"):
+        dlbridge.from_dlpack(producer)  # the same capsule again
+    assert mt.deleter_calls == 0
+    assert a.tolist() == [0, 1, 2]
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize("name", [b"dltensor_v2", b"DLTENSOR", b"numpy_dltensor", b""])
+def test_capsule_with_a_wrong_name_is_refused_and_left_alone(name):
+    mt = ManagedTensor(range(3))
+    producer = Producer(mt, name=name)
+    with pytest.raises(BufferError, match="expected a capsule named"):
+        dlbridge.from_dlpack(producer)
+    # Not dlbridge's to consume or free: unchanged name, deleter not called.
+    assert capsule_name(producer.capsule) == name
+    assert mt.deleter_calls == 0
+    del producer  # the producer frees its unconsumed tensor
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_capsule_with_a_null_name_is_a_clean_error():
+    # Run in a child: a crash must fail this test, not the whole session.
+    code = textwrap.dedent("""
+        import dlbridge
+        from dlpack_ctypes import ManagedTensor, Producer, capsule_name
+        mt = ManagedTensor(range(3))
+        producer = Producer(mt, name=None)
+        assert capsule_name(producer.capsule) is None
+        try:
+            dlbridge.from_dlpack(producer)
+        except (BufferError, TypeError) as e:
+            print("clean", type(e).__name__, e)
+        print("deleter", mt.deleter_calls)
+    """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in sys.path if p])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 0, (f"child exited with {proc.returncode} (negative: killed by that "
+                                  f"signal; -11 is SIGSEGV): {proc.stderr[-2000:]}")
+    assert "clean" in proc.stdout
+    assert "deleter 0" in proc.stdout
+
+
+def test_raw_capsule_works_with_a_deprecation_warning():
+    mt = ManagedTensor(range(4))
+    capsule = mt.capsule()
+    with pytest.warns(DeprecationWarning, match="raw DLPack capsule"):
+        a = dlbridge.from_dlpack(capsule)
+    assert a.tolist() == [0, 1, 2, 3]
+    assert a.data_ptr == mt.data_address
+    assert capsule_name(capsule) == b"used_dltensor_versioned"
+    del capsule
+    collect()
+    assert mt.deleter_calls == 0
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_raw_legacy_capsule_works_with_a_deprecation_warning():
+    mt = ManagedTensor(range(4), versioned=False)
+    capsule = mt.capsule()
+    with pytest.warns(DeprecationWarning):
+        a = dlbridge.from_dlpack(capsule)
+    assert a.readonly
+    assert capsule_name(capsule) == b"used_dltensor"
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_raw_capsule_consumed_twice_raises_buffer_error():
+    mt = ManagedTensor(range(4))
+    capsule = mt.capsule()
+    with pytest.warns(DeprecationWarning):
+        a = dlbridge.from_dlpack(capsule)
+        with pytest.raises(BufferError, match="already consumed"):
+            dlbridge.from_dlpack(capsule)
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- producers -----------------------------------------------------------------------
+
+
+class OldProducer:
+    """A DLPack 0.x producer: no max_version, dl_device or copy keywords."""
+
+    def __init__(self, managed):
+        self.managed = managed
+        self.capsule = managed.capsule()
+        self.calls = []
+
+    def __dlpack__(self, stream=None):
+        self.calls.append(stream)
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_old_producer_is_retried_without_keywords():
+    mt = ManagedTensor(range(3), versioned=False)
+    producer = OldProducer(mt)
+    a = dlbridge.from_dlpack(producer)
+    assert producer.calls == [None]  # the keyword call failed before reaching the body
+    assert a.tolist() == [0, 1, 2]
+    assert a.readonly  # legacy
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+def test_old_producer_with_copy_true_is_copied_by_the_consumer():
+    mt = ManagedTensor(range(3), versioned=False)
+    producer = OldProducer(mt)
+    a = dlbridge.from_dlpack(producer, copy=True)
+    assert a.data_ptr != mt.data_address
+    assert a.tolist() == [0, 1, 2]
+    assert not a.readonly
+    collect()
+    assert mt.deleter_calls == 1
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+class FakeCapsuleName:
+    pass
+
+
+FakeCapsuleName.__name__ = "PyCapsule"  # a non-capsule whose type is merely named like one
+
+
+@pytest.mark.parametrize("returned", [42, None, b"dltensor", "dltensor_versioned", object(),
+                                      FakeCapsuleName()],
+                         ids=["int", "None", "bytes", "str", "object", "class-named-PyCapsule"])
+def test_producer_returning_a_non_capsule_raises_type_error(returned):
+    class Bad:
+        def __dlpack__(self, **kwargs):
+            return returned
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(TypeError, match="PyCapsule"):
+        dlbridge.from_dlpack(Bad())
+
+
+def test_producer_buffer_error_propagates_unchanged():
+    error = BufferError("cannot export this")
+
+    class Refusing:
+        def __dlpack__(self, **kwargs):
+            raise error
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(BufferError) as info:
+        dlbridge.from_dlpack(Refusing())
+    assert info.value is error
+
+
+def test_object_without_dlpack_raises_attribute_error():
+    with pytest.raises(AttributeError):
+        dlbridge.from_dlpack(object())
+
+
+def test_producer_ignoring_the_requested_device_is_refused_and_released():
+    # __dlpack_device__ says CPU, but the capsule holds CUDA memory.
+    mt = ManagedTensor(range(3), device=(2, 0))
+    producer = Producer(mt, device=(1, 0))
+    with pytest.raises(BufferError, match="not on the requested"):
+        dlbridge.from_dlpack(producer, device="cpu")
+    assert mt.deleter_calls == 1
+
+
+def test_deleter_called_while_an_exception_is_in_flight_keeps_the_exception():
+    # The temporary array dies while IndexError propagates, so dlbridge calls the
+    # producer's deleter with that exception set. NumPy's consumer (and the
+    # python_spec reference destructor) save and restore the in-flight exception
+    # around the deleter; a deleter written in Python must not turn it into
+    # SystemError, and must run exactly once.
+    mt = ManagedTensor(range(3))
+    producer = Producer(mt)
+    with pytest.raises(IndexError):
+        dlbridge.from_dlpack(producer)[99]
+    collect()
+    assert mt.deleter_calls == 1

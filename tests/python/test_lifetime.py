@@ -1,0 +1,280 @@
+"""Who keeps memory alive across DLPack exchanges, and for how long.
+
+A producer must live exactly as long as some dlbridge array, view or export
+still refers to its memory; then it must be released exactly once, on
+whichever thread drops the last reference, and repeated exchanges must not
+leak references or memory."""
+import gc
+import sys
+import threading
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+import dlbridge
+from dlpack_ctypes import ManagedTensor, Producer
+
+
+class Owned(np.ndarray):
+    """A NumPy array type that can be weakly referenced."""
+
+
+def owned(n=8):
+    source = np.arange(float(n)).view(Owned)
+    return source, weakref.ref(source)
+
+
+def collect():
+    gc.collect()
+
+
+# -- imports keep the producer --------------------------------------------------
+
+
+def test_producer_lives_while_the_array_lives():
+    source, alive = owned()
+    a = dlbridge.from_dlpack(source)
+    del source
+    collect()
+    assert alive() is not None
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    del a
+    collect()
+    assert alive() is None
+
+
+def test_producer_lives_while_any_view_lives():
+    source, alive = owned(12)
+    a = dlbridge.from_dlpack(source)
+    views = [a[2:5], a[::-3], a[None, 4:], a[7], a.T]
+    del source, a
+    for expected in ([2.0, 3.0, 4.0], [11.0, 8.0, 5.0, 2.0], [[4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]], 7.0):
+        collect()
+        assert alive() is not None
+        assert views[0].tolist() == expected
+        del views[0]
+    collect()
+    assert alive() is not None
+    del views[0]
+    collect()
+    assert alive() is None
+
+
+def test_views_of_views_keep_the_producer():
+    source, alive = owned(16)
+    v = dlbridge.from_dlpack(source.reshape(4, 4))[1:][:, ::2].T[0]
+    del source
+    collect()
+    assert alive() is not None
+    assert v.tolist() == [4.0, 8.0, 12.0]
+    del v
+    collect()
+    assert alive() is None
+
+
+def test_chained_dlbridge_imports_keep_the_producer():
+    source, alive = owned()
+    a = dlbridge.from_dlpack(source)
+    b = dlbridge.from_dlpack(a)
+    c = dlbridge.from_dlpack(b[1:])
+    del source, a, b
+    collect()
+    assert alive() is not None
+    assert c.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    del c
+    collect()
+    assert alive() is None
+
+
+def test_copy_releases_the_producer_at_once():
+    source, alive = owned()
+    a = dlbridge.from_dlpack(source, copy=True)
+    del source
+    collect()
+    assert alive() is None
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+
+
+# -- exports keep the memory -----------------------------------------------------
+
+
+def test_numpy_export_keeps_a_dlbridge_allocation_alive():
+    a = dlbridge.full((1000,), 7.5)
+    n = np.from_dlpack(a)
+    assert n.ctypes.data == a.data_ptr
+    del a
+    collect()
+    churn = [dlbridge.full((1000,), -1.0) for _ in range(50)]  # reuse freed memory, if any
+    assert (n == 7.5).all()
+    n[:] = 1.0  # still writable memory of ours
+    assert (n == 1.0).all()
+    del churn
+
+
+def test_torch_export_keeps_a_dlbridge_allocation_alive():
+    a = dlbridge.full((1000,), 3, dtype="int32")
+    t = torch.from_dlpack(a)
+    assert t.data_ptr() == a.data_ptr
+    del a
+    collect()
+    churn = [dlbridge.full((1000,), -1, dtype="int32") for _ in range(50)]
+    assert bool((t == 3).all())
+    t += 1
+    assert bool((t == 4).all())
+    del churn
+
+
+@pytest.mark.parametrize("consumer", ["numpy", "torch"])
+def test_exports_keep_the_original_producer_alive(consumer):
+    source, alive = owned()
+    a = dlbridge.from_dlpack(source)
+    exported = np.from_dlpack(a[2:]) if consumer == "numpy" else torch.from_dlpack(a[2:])
+    del source, a
+    collect()
+    assert alive() is not None
+    assert exported.tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    del exported
+    collect()
+    assert alive() is None
+
+
+def test_hand_built_tensor_outlives_dlbridge_through_numpy_and_torch():
+    mt = ManagedTensor(range(4))
+    producer = Producer(mt)
+    a = dlbridge.from_dlpack(producer)
+    n = np.from_dlpack(a)
+    t = torch.from_dlpack(a)
+    del a, producer
+    collect()
+    assert mt.deleter_calls == 0
+    assert n.tolist() == [0.0, 1.0, 2.0, 3.0]
+    del n
+    collect()
+    assert mt.deleter_calls == 0
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    del t
+    collect()
+    assert mt.deleter_calls == 1
+
+
+# -- no leaks ---------------------------------------------------------------------
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    import resource
+    return pages * resource.getpagesize()
+
+
+def _exchange(source):
+    a = dlbridge.from_dlpack(source)                       # numpy -> dlbridge
+    b = dlbridge.from_dlpack(a[1:])                        # dlbridge -> dlbridge (a view)
+    n = np.from_dlpack(b)                                  # dlbridge -> numpy
+    unconsumed = a.__dlpack__(max_version=(1, 3))          # dropped without a consumer
+    legacy = b.__dlpack__()
+    copied = dlbridge.from_dlpack(b, copy=True)
+    return a, b, n, unconsumed, legacy, copied
+
+
+def test_no_reference_or_memory_leak_over_100000_exchanges():
+    source = np.arange(64.0)
+    for _ in range(2000):  # warm up allocators and caches
+        _exchange(source)
+    collect()
+    refs = sys.getrefcount(source)
+    rss = _rss_bytes()
+    tracemalloc.start()
+    try:
+        traced = tracemalloc.get_traced_memory()[0]
+        for _ in range(100_000):
+            _exchange(source)
+        collect()
+        traced_growth = tracemalloc.get_traced_memory()[0] - traced
+    finally:
+        tracemalloc.stop()
+    rss_growth = _rss_bytes() - rss
+    assert sys.getrefcount(source) == refs
+    assert traced_growth < 1 << 20, f"Python allocations grew by {traced_growth} bytes"
+    assert rss_growth < 5 << 20, f"RSS grew by {rss_growth} bytes"
+
+
+def test_no_deleter_leak_over_many_hand_built_imports():
+    tensors = [ManagedTensor(range(4), shape=(2, 2)) for _ in range(2000)]
+    for mt in tensors:
+        producer = Producer(mt)
+        a = dlbridge.from_dlpack(producer)
+        v = a.T
+        dlbridge.from_dlpack(v).__dlpack__(max_version=(1, 3))
+    del producer, a, v
+    collect()
+    assert [mt.deleter_calls for mt in tensors] == [1] * len(tensors)
+
+
+# -- threads ------------------------------------------------------------------------
+
+
+def _drop_in_thread(holder):
+    def run():
+        holder.clear()
+        collect()
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return thread.ident
+
+
+@pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
+def test_last_reference_dropped_on_another_thread_calls_the_deleter_once(versioned):
+    mt = ManagedTensor(range(6), shape=(2, 3), versioned=versioned)
+    producer = Producer(mt)
+    a = dlbridge.from_dlpack(producer)
+    holder = [a[1], a.T]
+    del a, producer
+    collect()
+    assert mt.deleter_calls == 0
+    worker = _drop_in_thread(holder)
+    collect()
+    assert mt.deleter_calls == 1
+    assert mt.deleter_threads == [worker]
+    assert worker != threading.get_ident()
+
+
+def test_numpy_producer_released_from_another_thread():
+    source, alive = owned()
+    a = dlbridge.from_dlpack(source)
+    holder = [a, dlbridge.from_dlpack(a)[3:], np.from_dlpack(a)]
+    del source, a
+    collect()
+    assert alive() is not None
+    _drop_in_thread(holder)
+    collect()
+    assert alive() is None
+
+
+def test_many_threads_dropping_views_of_one_tensor():
+    mt = ManagedTensor(range(64))
+    producer = Producer(mt)
+    a = dlbridge.from_dlpack(producer)
+    holders = [[a[i:], a[::-1]] for i in range(16)]
+    del a, producer
+    collect()
+    barrier = threading.Barrier(len(holders))
+
+    def run(holder):
+        barrier.wait()
+        for _ in range(200):  # also churn the reference count concurrently
+            holder.append(holder[0][1:])
+            holder.pop()
+        holder.clear()
+
+    threads = [threading.Thread(target=run, args=(h,)) for h in holders]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    collect()
+    assert mt.deleter_calls == 1

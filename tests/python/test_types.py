@@ -1,0 +1,414 @@
+"""DType, Device and DeviceType: construction from every accepted spelling,
+properties, equality, hashing, repr and pickling, and the errors for specs
+that name nothing dlbridge supports."""
+import pickle
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+import dlbridge
+from dlbridge import Device, DeviceType, DType
+
+# name -> (DLPack code, bits, itemsize, NumPy typestr or None)
+DTYPES = {
+    "bool": (6, 8, 1, "|b1"),
+    "int8": (0, 8, 1, "|i1"),
+    "int16": (0, 16, 2, "<i2"),
+    "int32": (0, 32, 4, "<i4"),
+    "int64": (0, 64, 8, "<i8"),
+    "uint8": (1, 8, 1, "|u1"),
+    "uint16": (1, 16, 2, "<u2"),
+    "uint32": (1, 32, 4, "<u4"),
+    "uint64": (1, 64, 8, "<u8"),
+    "float16": (2, 16, 2, "<f2"),
+    "float32": (2, 32, 4, "<f4"),
+    "float64": (2, 64, 8, "<f8"),
+    "bfloat16": (4, 16, 2, None),
+    "complex64": (5, 64, 8, "<c8"),
+    "complex128": (5, 128, 16, "<c16"),
+    "float8_e3m4": (7, 8, 1, None),
+    "float8_e4m3": (8, 8, 1, None),
+    "float8_e4m3b11fnuz": (9, 8, 1, None),
+    "float8_e4m3fn": (10, 8, 1, None),
+    "float8_e4m3fnuz": (11, 8, 1, None),
+    "float8_e5m2": (12, 8, 1, None),
+    "float8_e5m2fnuz": (13, 8, 1, None),
+    "float8_e8m0fnu": (14, 8, 1, None),
+    "float6_e2m3fn": (15, 6, 1, None),
+    "float6_e3m2fn": (16, 6, 1, None),
+    "float4_e2m1fn": (17, 4, 1, None),
+}
+NUMPY_NAMES = [n for n, v in DTYPES.items() if v[3] is not None]
+ML_DTYPES_NAMES = [n for n, v in DTYPES.items() if v[3] is None]  # bfloat16 and the minifloats
+TORCH_NAMES = {
+    torch.bool: "bool", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
+    torch.int64: "int64", torch.uint8: "uint8", torch.uint16: "uint16", torch.uint32: "uint32",
+    torch.uint64: "uint64", torch.float16: "float16", torch.float32: "float32",
+    torch.float64: "float64", torch.bfloat16: "bfloat16", torch.complex64: "complex64",
+    torch.complex128: "complex128", torch.float8_e4m3fn: "float8_e4m3fn",
+    torch.float8_e4m3fnuz: "float8_e4m3fnuz", torch.float8_e5m2: "float8_e5m2",
+    torch.float8_e5m2fnuz: "float8_e5m2fnuz", torch.float8_e8m0fnu: "float8_e8m0fnu",
+}
+
+
+# ---------------------------------------------------------------------------
+# DType: construction
+
+
+def test_there_are_26_dtypes():
+    assert len(DTYPES) == 26
+    assert len(ML_DTYPES_NAMES) == 12  # bfloat16 and the 11 minifloats
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_dtype_from_name_and_properties(name):
+    code, bits, itemsize, typestr = DTYPES[name]
+    t = DType(name)
+    assert t.name == name
+    assert str(t) == name
+    assert t.code == code
+    assert t.bits == bits
+    assert t.lanes == 1
+    assert t.itemsize == itemsize
+    assert t.typestr == typestr
+    assert repr(t) == f"DType('{name}')"
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_dtype_from_code_bits_tuple(name):
+    code, bits, _, _ = DTYPES[name]
+    assert DType((code, bits)) == DType(name)
+    assert DType((code, bits, 1)).name == name
+
+
+@pytest.mark.parametrize("name", NUMPY_NAMES)
+def test_dtype_from_typestr(name):
+    typestr = DTYPES[name][3]
+    assert DType(typestr).name == name          # "<f4", "|b1"
+    assert DType(typestr[1:]).name == name      # "f4", "b1"
+    assert DType("=" + typestr[1:]).name == name
+
+
+@pytest.mark.parametrize("spec, name", [("<f4", "float32"), ("f4", "float32"), ("|b1", "bool"),
+                                        ("<c16", "complex128"), ("|u1", "uint8"), ("=i8", "int64")])
+def test_dtype_typestr_examples(spec, name):
+    assert DType(spec).name == name
+
+
+@pytest.mark.parametrize("name", NUMPY_NAMES)
+def test_dtype_from_numpy_dtype_and_scalar_type(name):
+    assert DType(np.dtype(name)).name == name
+    assert DType(np.dtype(name).type).name == name
+    assert DType(np.dtype(name).str).name == name
+
+
+@pytest.mark.parametrize("spec, name", [
+    (np.float32, "float32"), (np.dtype("int16"), "int16"), (np.bool_, "bool"),
+    (np.intc, "int32"), (np.half, "float16"), (np.complex64, "complex64"),
+    (np.uint64, "uint64"), (np.dtype("<f8"), "float64"), (np.dtype("=u2"), "uint16"),
+    (np.dtype(">i1"), "int8"),  # one byte: byte order is irrelevant
+])
+def test_dtype_numpy_examples(spec, name):
+    assert DType(spec).name == name
+
+
+@pytest.mark.parametrize("name", ML_DTYPES_NAMES)
+def test_dtype_from_ml_dtypes(name):
+    scalar_type = getattr(ml_dtypes, name)
+    assert DType(scalar_type).name == name
+    assert DType(np.dtype(scalar_type)).name == name
+
+
+@pytest.mark.parametrize("spec", list(TORCH_NAMES))
+def test_dtype_from_torch(spec):
+    assert DType(spec).name == TORCH_NAMES[spec]
+
+
+@pytest.mark.parametrize("spec, name", [(bool, "bool"), (int, "int64"), (float, "float64"),
+                                        (complex, "complex128")])
+def test_dtype_from_python_types(spec, name):
+    assert DType(spec).name == name
+
+
+@pytest.mark.parametrize("alias, name", [("bool_", "bool"), ("?", "bool"), ("float", "float64"),
+                                         ("int", "int64"), ("complex", "complex128"),
+                                         ("half", "float16"), ("single", "float32"),
+                                         ("double", "float64")])
+def test_dtype_aliases(alias, name):
+    assert DType(alias).name == name
+
+
+def test_dtype_from_dtype_is_equal():
+    t = DType("float32")
+    assert DType(t) == t
+    assert DType(DType(t)).name == "float32"
+
+
+# ---------------------------------------------------------------------------
+# DType: equality, hashing, pickling
+
+
+def test_dtype_equality_with_other_specs():
+    t = DType("float32")
+    for spec in ("float32", "<f4", "f4", np.float32, np.dtype("float32"), torch.float32, (2, 32),
+                 (2, 32, 1), DType("float32")):
+        assert t == spec, spec
+        assert not (t != spec), spec
+    for spec in ("float64", "<f8", np.int32, torch.bfloat16, (2, 64), DType("bfloat16")):
+        assert t != spec, spec
+        assert not (t == spec), spec
+
+
+@pytest.mark.parametrize("other", [object(), None, "float99", [2, 32], 3.5, np.dtype("V2"), "garbage"])
+def test_dtype_equality_with_non_dtypes_is_false(other):
+    t = DType("float32")
+    assert not (t == other)
+    assert t != other
+
+
+def test_dtype_equality_with_ml_dtypes():
+    assert DType("bfloat16") == ml_dtypes.bfloat16
+    assert DType("float8_e4m3fn") == np.dtype(ml_dtypes.float8_e4m3fn)
+    assert DType("float8_e4m3fn") != ml_dtypes.float8_e4m3fnuz
+
+
+def test_dtype_hash():
+    assert hash(DType("float32")) == hash(DType("<f4")) == hash(DType(np.float32))
+    names = {DType(n) for n in DTYPES}
+    assert len(names) == 26
+    assert DType("int64") in {DType(int)}
+    assert {DType("f8"): 1}[DType(float)] == 1
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_dtype_pickle_round_trip(name):
+    t = DType(name)
+    back = pickle.loads(pickle.dumps(t))
+    assert isinstance(back, DType)
+    assert back == t
+    assert back.name == name
+    assert hash(back) == hash(t)
+
+
+def test_dtype_of_arrays_is_a_dtype():
+    a = dlbridge.zeros(3, dtype="bfloat16")
+    assert isinstance(a.dtype, DType)
+    assert a.dtype == "bfloat16"
+
+
+# ---------------------------------------------------------------------------
+# DType: errors
+
+
+@pytest.mark.parametrize("spec, mention", [
+    ("float99", "float99"),
+    (">f4", ">f4"),
+    (">i2", ">i2"),
+    ("S1", "S1"),
+    ("V2", "V2"),
+    ("", "''"),
+    ("Float32", "Float32"),
+    (np.dtype("V2"), "V2"),
+    (np.dtype("O"), "O"),
+    (np.dtype(">f4"), ">f4"),
+    (np.dtype(">u2"), ">u2"),
+    *([(np.longdouble, np.dtype(np.longdouble).name)] if np.dtype(np.longdouble).itemsize > 8 else []),
+    (ml_dtypes.int4, "int4"),
+    (torch.complex32, "complex32"),
+    (torch.float4_e2m1fn_x2, "float4_e2m1fn_x2"),
+    ((2, 33), "(2, 33)"),
+    ((2, 32, 2), "(2, 32, 2)"),
+    ((99, 8), "(99, 8)"),
+    ((2.0, 32), "(2.0, 32)"),
+    ([2, 32], "[2, 32]"),
+    (None, "None"),
+    (3.5, "3.5"),
+    (list, "list"),
+])
+def test_dtype_bad_spec_raises_type_error_naming_it(spec, mention):
+    with pytest.raises(TypeError) as info:
+        DType(spec)
+    assert mention in str(info.value)
+
+
+def test_dtype_object_named_in_error():
+    thing = object()
+    with pytest.raises(TypeError, match="object"):
+        DType(thing)
+
+
+def test_dtype_big_endian_numpy_dtype_says_so():
+    with pytest.raises(TypeError, match="big-endian"):
+        DType(np.dtype(">f4"))
+
+
+def test_dtype_bad_specs_in_functions():
+    with pytest.raises(TypeError, match="float99"):
+        dlbridge.zeros(3, dtype="float99")
+    with pytest.raises(TypeError, match="float99"):
+        dlbridge.asarray([1.0], dtype="float99")
+
+
+# ---------------------------------------------------------------------------
+# DeviceType
+
+
+def test_device_type_values_equal_the_dlpack_enum():
+    expected = {"CPU": 1, "CUDA": 2, "CUDA_HOST": 3, "OPENCL": 4, "VULKAN": 7, "METAL": 8,
+                "VPI": 9, "ROCM": 10, "ROCM_HOST": 11, "EXT_DEV": 12, "CUDA_MANAGED": 13,
+                "ONEAPI": 14, "WEBGPU": 15, "HEXAGON": 16, "MAIA": 17, "TRN": 18}
+    assert {t.name: t.value for t in DeviceType} == expected
+    assert DeviceType.CUDA == 2
+    assert DeviceType(1) is DeviceType.CPU
+    assert isinstance(DeviceType.CPU, int)
+
+
+# ---------------------------------------------------------------------------
+# Device
+
+
+@pytest.mark.parametrize("args, kind, index, text", [
+    (("cpu",), DeviceType.CPU, 0, "cpu"),
+    (("cpu:0",), DeviceType.CPU, 0, "cpu"),
+    (("cuda",), DeviceType.CUDA, 0, "cuda:0"),
+    (("cuda", 1), DeviceType.CUDA, 1, "cuda:1"),
+    (("cuda:1",), DeviceType.CUDA, 1, "cuda:1"),
+    ((DeviceType.CUDA, 1), DeviceType.CUDA, 1, "cuda:1"),
+    ((2, 3), DeviceType.CUDA, 3, "cuda:3"),
+    (((2, 1),), DeviceType.CUDA, 1, "cuda:1"),
+    (((1, 0),), DeviceType.CPU, 0, "cpu"),
+    (((DeviceType.ROCM, 2),), DeviceType.ROCM, 2, "rocm:2"),
+    (("cuda_host",), DeviceType.CUDA_HOST, 0, "cuda_host:0"),
+    (("cuda_managed:4",), DeviceType.CUDA_MANAGED, 4, "cuda_managed:4"),
+    (("rocm:0",), DeviceType.ROCM, 0, "rocm:0"),
+    (("metal",), DeviceType.METAL, 0, "metal:0"),
+    (("gpu", 1), DeviceType.CUDA, 1, "cuda:1"),
+])
+def test_device_construction(args, kind, index, text):
+    d = Device(*args)
+    assert d.type is kind
+    assert d.id == index
+    assert str(d) == text
+    assert repr(d) == f"Device('{text}')"
+    assert d.name == text.partition(":")[0]
+
+
+def test_device_from_dlpack_device_tuple_of_an_array():
+    a = dlbridge.zeros(2)
+    assert Device(a.__dlpack_device__()) == Device("cpu")
+    assert a.device == Device("cpu")
+    assert isinstance(a.device, Device)
+
+
+@pytest.mark.parametrize("spec, text", [
+    (torch.device("cpu"), "cpu"),
+    (torch.device("cuda"), "cuda:0"),
+    (torch.device("cuda", 2), "cuda:2"),
+    (torch.device("cuda:1"), "cuda:1"),
+])
+def test_device_from_torch(spec, text):
+    assert str(Device(spec)) == text
+
+
+class JaxLikeDevice:
+    """What dlbridge reads from a JAX device: ``platform`` and ``id``."""
+
+    def __init__(self, platform, id):
+        self.platform = platform
+        self.id = id
+
+
+@pytest.mark.parametrize("platform, index, text", [("cpu", 0, "cpu"), ("gpu", 1, "cuda:1"),
+                                                   ("cuda", 0, "cuda:0"), ("rocm", 3, "rocm:3")])
+def test_device_from_jax_like_object(platform, index, text):
+    assert str(Device(JaxLikeDevice(platform, index))) == text
+
+
+def test_device_equality_and_hash():
+    a = Device("cuda", 1)
+    for same in (Device("cuda:1"), Device(DeviceType.CUDA, 1), Device((2, 1)), "cuda:1", (2, 1),
+                 ("cuda", 1), torch.device("cuda", 1)):
+        assert a == same, same
+        assert not (a != same), same
+    for other in (Device("cuda:0"), Device("cpu"), "cuda:2", (2, 2), "rocm:1"):
+        assert a != other, other
+    assert Device("cpu") == "cpu"
+    assert Device("cpu") == torch.device("cpu")
+    assert hash(Device("cuda:1")) == hash(Device((2, 1))) == hash(Device(DeviceType.CUDA, 1))
+    assert len({Device("cpu"), Device("cpu:0"), Device((1, 0)), Device("cuda:0"), Device("cuda")}) == 2
+
+
+@pytest.mark.parametrize("other", [object(), None, "tpu", "cuda:x", 3.5, (2, -1), [2, 1]])
+def test_device_equality_with_non_devices_is_false(other):
+    assert not (Device("cuda:1") == other)
+    assert Device("cuda:1") != other
+
+
+@pytest.mark.parametrize("spec", ["cpu", "cuda:1", "cuda_host:0", "rocm:7", "cpu:1"])
+def test_device_pickle_round_trip(spec):
+    d = Device(spec)
+    back = pickle.loads(pickle.dumps(d))
+    assert isinstance(back, Device)
+    assert back == d
+    assert str(back) == str(d)
+    assert hash(back) == hash(d)
+
+
+# ---------------------------------------------------------------------------
+# Device: errors
+
+
+def test_device_unknown_type_lists_the_choices():
+    with pytest.raises(ValueError) as info:
+        Device("tpu")
+    message = str(info.value)
+    assert "'tpu'" in message
+    assert "cpu" in message and "cuda" in message
+
+
+@pytest.mark.parametrize("args, mention", [
+    (("tpu",), "tpu"),
+    (("tpu", 0), "tpu"),
+    (("CUDA",), "CUDA"),
+    (("cuda:x",), "cuda:x"),
+    (("cuda:",), "cuda:"),
+    (("cuda:-1",), "cuda:-1"),
+    (("cuda:1:2",), "cuda:1:2"),
+    (("cuda", -1), "-1"),
+    ((2, -1), "-1"),
+    (((2, -1),), "-1"),
+    (("cuda", 2**31), str(2**31)),
+    (("cuda", 1.0), "1.0"),
+    (((99, 0),), "99"),
+    (((0, 0),), "0"),
+    (((5, 0),), "5"),
+    ((6, 0), "6"),
+    (("cuda:1", 1), "cuda:1"),
+])
+def test_device_bad_values_raise_value_error(args, mention):
+    with pytest.raises(ValueError) as info:
+        Device(*args)
+    assert mention in str(info.value)
+
+
+@pytest.mark.parametrize("args, mention", [
+    ((None,), "None"),
+    ((3.5,), "3.5"),
+    (([2, 1],), "[2, 1]"),
+    (((2, 1, 0),), "(2, 1, 0)"),
+    ((object(),), "object"),
+    ((3.5, 1), "3.5"),
+])
+def test_device_bad_types_raise_type_error(args, mention):
+    with pytest.raises(TypeError) as info:
+        Device(*args)
+    assert mention in str(info.value)
+
+
+def test_device_errors_from_functions():
+    with pytest.raises(ValueError, match="tpu"):
+        dlbridge.zeros(3, device="tpu")
+    with pytest.raises(ValueError, match="cuda:x"):
+        dlbridge.asarray([1.0], device="cuda:x")
