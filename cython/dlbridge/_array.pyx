@@ -4,10 +4,11 @@ empty, zeros, full."""
 import operator
 import warnings
 
-from cpython.buffer cimport PyBUF_RECORDS_RO, PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
+from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FORMAT,
+                             PyBUF_ND, PyBUF_RECORDS_RO, PyBUF_STRIDES, PyBUF_WRITABLE)
 from cpython.buffer cimport PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
-from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uint64_t, uint8_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -19,9 +20,6 @@ from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp
 
 from dlbridge._types import DeviceType
 
-
-cdef extern from "Python.h":
-    int Py_IsInitialized() nogil
 
 # Copies of more bytes than this release the GIL.
 cdef int64_t _nogil_bytes = 1 << 16
@@ -35,24 +33,7 @@ cdef dict _buffer_formats = {
 
 
 # ---------------------------------------------------------------------------
-# Keeping Python owners alive from C++. These run on whichever thread drops
-# the last reference, so they take the GIL, and after interpreter shutdown
-# they leak rather than touch a dead interpreter.
-
-cdef void _release_object(void* owner) noexcept nogil:
-    if not Py_IsInitialized():
-        return
-    with gil:
-        Py_XDECREF(<PyObject*>owner)
-
-
-cdef void _release_buffer(void* view) noexcept nogil:
-    if not Py_IsInitialized():
-        return
-    with gil:
-        PyBuffer_Release(<Py_buffer*>view)
-    free(view)
-
+# Memory that Python objects own
 
 cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shape, strides,
                               bint readonly) except *:
@@ -69,7 +50,7 @@ cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shap
     Py_INCREF(owner)
     return cpp.tensor.adopt(data, t, d, cpp.extents_t(dims, ndim),
                             cpp.extents_t(steps, ndim if strides is not None else 0),
-                            readonly, _release_object, <void*>owner)
+                            readonly, cpp.release_object, <void*>owner)
 
 
 # ---------------------------------------------------------------------------
@@ -312,9 +293,17 @@ cdef class Array:
             raise BufferError(f"{self.dtype.name} has no buffer-protocol format; use DLPack")
         cdef int ndim = self.t.ndim()
         cdef int64_t itemsize = self.t.type().itemsize()
-        if not (flags & PyBUF_STRIDES):
-            if not self.t.is_c_contiguous():
-                raise BufferError("the array is not C-contiguous; request a strided buffer")
+        # The request flags nest (STRIDES includes ND): compare whole masks.
+        cdef bint strided = (flags & PyBUF_STRIDES) == PyBUF_STRIDES
+        cdef bint c_contig = self.t.is_c_contiguous(), f_contig = self.t.is_f_contiguous()
+        if (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS and not c_contig:
+            raise BufferError("a C-contiguous buffer was requested; the array is not C-contiguous")
+        if (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS and not f_contig:
+            raise BufferError("a Fortran-contiguous buffer was requested; the array is not")
+        if (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS and not (c_contig or f_contig):
+            raise BufferError("a contiguous buffer was requested; the array is not contiguous")
+        if not strided and not c_contig:
+            raise BufferError("the array is not C-contiguous; request a strided buffer (PyBUF_STRIDES)")
         cdef Py_ssize_t* dims = <Py_ssize_t*>malloc(sizeof(Py_ssize_t) * (2 * ndim + 1))
         if dims == NULL:
             raise MemoryError()
@@ -328,8 +317,8 @@ cdef class Array:
         buffer.itemsize = itemsize
         buffer.format = <char*>fmt if (flags & PyBUF_FORMAT) else NULL
         buffer.ndim = ndim
-        buffer.shape = dims if (flags & PyBUF_ND) else NULL
-        buffer.strides = dims + ndim if (flags & PyBUF_STRIDES) else NULL
+        buffer.shape = dims if (flags & PyBUF_ND) == PyBUF_ND else NULL
+        buffer.strides = dims + ndim if strided else NULL
         buffer.suboffsets = NULL
         buffer.internal = dims
 
@@ -735,7 +724,7 @@ cdef Array _from_buffer(obj):
     out = cpp.tensor.adopt(view.buf, (<DType>dt).value, cpp.device(cpp.kDLCPU, 0),
                            cpp.extents_t(dims, view.ndim),
                            cpp.extents_t(steps, view.ndim if view.strides != NULL else 0),
-                           view.readonly, _release_buffer, view)
+                           view.readonly, cpp.release_buffer, view)
     return wrap(out)
 
 

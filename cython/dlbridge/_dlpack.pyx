@@ -1,9 +1,8 @@
 # cython: language_level=3
 """The DLPack capsule protocol: making capsules, consuming them, and asking a
 producer for one. Nothing else in dlbridge touches a DLPack capsule."""
-from cpython.pycapsule cimport (PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid,
-                                PyCapsule_New, PyCapsule_SetName)
-from cpython.exc cimport PyErr_WriteUnraisable
+from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer,
+                                PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName)
 from libc.stdint cimport uint64_t
 
 from dlbridge cimport cpp
@@ -12,21 +11,13 @@ from dlbridge cimport cpp
 # Destructors for capsules nobody consumed. A consumer renames the capsule to
 # used_..., after which it owns the tensor and the destructor does nothing.
 cdef void _versioned_capsule_destructor(object capsule) noexcept:
-    if not PyCapsule_IsValid(capsule, cpp.capsule_name_versioned):
-        return
-    cdef cpp.DLManagedTensorVersioned* m = <cpp.DLManagedTensorVersioned*>PyCapsule_GetPointer(
-        capsule, cpp.capsule_name_versioned)
-    if m != NULL and m.deleter != NULL:
-        m.deleter(m)
+    if PyCapsule_IsValid(capsule, cpp.capsule_name_versioned):
+        cpp.release_versioned(PyCapsule_GetPointer(capsule, cpp.capsule_name_versioned))
 
 
 cdef void _legacy_capsule_destructor(object capsule) noexcept:
-    if not PyCapsule_IsValid(capsule, cpp.capsule_name_legacy):
-        return
-    cdef cpp.DLManagedTensor* m = <cpp.DLManagedTensor*>PyCapsule_GetPointer(
-        capsule, cpp.capsule_name_legacy)
-    if m != NULL and m.deleter != NULL:
-        m.deleter(m)
+    if PyCapsule_IsValid(capsule, cpp.capsule_name_legacy):
+        cpp.release_legacy(PyCapsule_GetPointer(capsule, cpp.capsule_name_legacy))
 
 
 cdef object export_capsule(const cpp.tensor& t, bint versioned, uint64_t flags):
@@ -61,15 +52,16 @@ cdef cpp.tensor import_capsule(object capsule, bint* copied) except *:
         v = <cpp.DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, cpp.capsule_name_versioned)
         PyCapsule_SetName(capsule, cpp.capsule_name_versioned_used)
         copied[0] = (v.flags & cpp.dlpack_flag_is_copied) != 0
-        return cpp.tensor.import_(v)
+        return cpp.tensor.import_(v, cpp.release_versioned)
     if PyCapsule_IsValid(capsule, cpp.capsule_name_legacy):
         m = <cpp.DLManagedTensor*>PyCapsule_GetPointer(capsule, cpp.capsule_name_legacy)
         PyCapsule_SetName(capsule, cpp.capsule_name_legacy_used)
         copied[0] = False
-        return cpp.tensor.import_(m, True)
-    if type(capsule).__name__ == "PyCapsule":
-        name = PyCapsule_GetName(capsule)
-        name = "NULL" if name is None else repr(name.decode("utf-8", "replace"))
+        return cpp.tensor.import_(m, True, cpp.release_legacy)
+    cdef const char* cname
+    if PyCapsule_CheckExact(capsule):
+        cname = PyCapsule_GetName(capsule)
+        name = "NULL" if cname == NULL else repr(cname.decode("utf-8", "replace"))
         if name.startswith("'used_"):
             raise BufferError(f"the DLPack capsule was already consumed (its name is {name})")
         raise BufferError(f"expected a capsule named 'dltensor_versioned' or 'dltensor', got one named {name}")

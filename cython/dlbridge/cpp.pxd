@@ -4,7 +4,7 @@ from libcpp cimport bool as cbool
 from libcpp.string cimport string
 
 
-cdef extern from "dlbridge/python_errors.hpp" namespace "dlb::python":
+cdef extern from "dlbridge/python.hpp" namespace "dlb::python":
     # Translates the C++ exception in flight into a Python exception.
     cdef int raise_python_error() except *
 
@@ -120,14 +120,15 @@ cdef extern from "dlbridge/tensor.hpp" namespace "dlb" nogil:
         tensor()
         tensor(const tensor&)
         tensor& operator=(const tensor&)
+        void swap(tensor&)
         @staticmethod
         tensor empty(extents_t, dtype) except +raise_python_error
         @staticmethod
         tensor adopt(void*, dtype, device, extents_t, extents_t, cbool, release_fn, void*) except +raise_python_error
         @staticmethod
-        tensor import_ "import"(DLManagedTensorVersioned*) except +raise_python_error
+        tensor import_ "import"(DLManagedTensorVersioned*, release_fn) except +raise_python_error
         @staticmethod
-        tensor import_ "import"(DLManagedTensor*, cbool) except +raise_python_error
+        tensor import_ "import"(DLManagedTensor*, cbool, release_fn) except +raise_python_error
         tensor restrided(void*, extents_t, extents_t) except +raise_python_error
         DLManagedTensorVersioned* export_versioned(uint64_t) except +raise_python_error
         DLManagedTensor* export_legacy() except +raise_python_error
@@ -182,3 +183,12 @@ cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:
 cdef extern from "dlbridge/copy.hpp" namespace "dlb" nogil:
     tensor astype(const tensor&, dtype) except +raise_python_error
     tensor copy(const tensor&) except +raise_python_error
+
+
+cdef extern from "dlbridge/python.hpp" namespace "dlb::python" nogil:
+    # Release functions for tensors whose memory Python-side owners keep alive:
+    # safe from any thread, and they leave a pending Python exception intact.
+    void release_versioned(void*) noexcept
+    void release_legacy(void*) noexcept
+    void release_object(void*) noexcept
+    void release_buffer(void*) noexcept

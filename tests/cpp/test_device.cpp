@@ -39,7 +39,8 @@ TEST_CASE("device: device_from_string rejects bad names and ids") {
   for (const char* s : {"", "gpu", "CPU", "Cuda:0", " cpu", "cpu ", "cuda:", "cuda:-1", "cuda:+1", "cuda:x",
                         "cuda:1x", "cuda:1:2", "cuda::1", "cuda: 1", "cuda:1 ", ":1", ":", "cuda:1234567890",
                         "cuda:99999999999999999999", "cuda1", "cuda-1", "opencl:0x1"}) {
-    CAPTURE(s);
+    const std::string text = s;
+    CAPTURE(text);
     CHECK_FALSE(dlb::device_from_string(s));
   }
 }

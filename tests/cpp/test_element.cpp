@@ -112,7 +112,8 @@ TEST_CASE("element: format geometry") {
   CHECK(fmt::float16.magnitude_mask() == 0x7FFF);
   CHECK(fmt::float8_e8m0fnu.magnitude_mask() == 0xFF);
   for (const auto& [name, f, type] : all_formats()) {
-    CAPTURE(name);
+    const std::string label = name;
+    CAPTURE(label);
     CHECK(f->width() == type.bits);
     CHECK(dlb::small_float_format(type) == f);
   }
@@ -205,6 +206,11 @@ TEST_CASE("element: NaN keeps its sign where the format has one (as NumPy and ml
   CHECK(enc(fmt::float8_e5m2fnuz, negative_nan) == 0x80);
   CHECK(enc(fmt::float8_e4m3b11fnuz, negative_nan) == 0x80);
   CHECK(enc(fmt::float8_e8m0fnu, negative_nan) == 0xFF);
+  // Formats without NaN write the zero of the opposite sign, as ml_dtypes.
+  CHECK(enc(fmt::float6_e2m3fn, negative_nan) == 0x00);
+  CHECK(enc(fmt::float6_e3m2fn, negative_nan) == 0x00);
+  CHECK(enc(fmt::float4_e2m1fn, negative_nan) == 0x0);
+  CHECK(enc(fmt::float4_e2m1fn, qnan) == 0x8);
   // ...and decoding keeps the sign of the code.
   CHECK(std::signbit(dec(fmt::float16, 0xFE00)));
   CHECK_FALSE(std::signbit(dec(fmt::float16, 0x7E00)));
@@ -394,7 +400,8 @@ TEST_CASE("element: float8_e8m0fnu") {
 
 TEST_CASE("element: decode(encode(x)) == x for every code of every format") {
   for (const auto& [name, f, type] : all_formats()) {
-    CAPTURE(name);
+    const std::string label = name;
+    CAPTURE(label);
     int nan_codes = 0;
     for (std::uint32_t code = 0; code < (1u << f->width()); ++code) {
       CAPTURE(code);
@@ -426,7 +433,8 @@ TEST_CASE("element: encode agrees with an exhaustive nearest-value search") {
   for (const auto& [name, f, type] : all_formats()) {
     if (f->kind == k::exponent) continue;
     if (f->width() > 8) continue;  // the search is linear in the number of codes
-    CAPTURE(name);
+    const std::string label = name;
+    CAPTURE(label);
     std::vector<double> values;
     // Every representable magnitude, the midpoints between neighbours and
     // their immediate neighbours, and random values across the range.

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "dlbridge/tensor.hpp"
@@ -301,7 +302,8 @@ TEST_CASE("tensor: adopt() calls release when validation fails") {
       {"non-contiguous float4", buf.data(), dlb::dtype{dlb::kDLFloat4_e2m1fn, 4}, vec{2}, vec{2}, "strides", -1},
   };
   for (const auto& bad : cases) {
-    CAPTURE(bad.what);
+    const std::string what = bad.what;
+    CAPTURE(what);
     counter c;
     try {
       (void)dlb::tensor::adopt(bad.data, bad.type, {}, bad.shape, bad.strides, false, count_release, &c);
@@ -773,4 +775,54 @@ TEST_CASE("tensor: export + import round trips run the release exactly once") {
     }
     CHECK(c.calls == 1);
   }
+}
+
+namespace {
+// import() may take the function that runs the deleter (the Python layer wraps
+// it to keep a pending Python exception intact). Checked only where this
+// dlb::tensor has that parameter.
+template <class M>
+concept import_takes_release = requires(M* m, dlb::keeper::release_fn release) {
+  dlb::tensor::import(m, release);
+};
+
+std::atomic<int> wrapped_calls{0};
+
+template <class M>
+void wrapped_release(void* p) noexcept {
+  wrapped_calls.fetch_add(1);
+  auto* self = static_cast<M*>(p);
+  if (self->deleter) self->deleter(self);
+}
+
+template <class M>
+void check_release_parameter() {
+  if constexpr (import_takes_release<M>) {
+    std::vector<float> buf(4);
+    counter c;
+    wrapped_calls = 0;
+    M* m = make_managed<M>(c, buf.data(), f32, vec{4});
+    if constexpr (std::is_same_v<M, dlb::DLManagedTensorVersioned>) m->version = {1, 3};
+    {
+      auto t = dlb::tensor::import(m, &wrapped_release<M>);
+      dlb::tensor copy = t;
+      CHECK(wrapped_calls == 0);
+    }
+    CHECK(wrapped_calls == 1);
+    CHECK(c.calls == 1);
+    // On a validation failure it runs before the exception.
+    counter bad;
+    M* broken = make_managed<M>(bad, nullptr, f32, vec{4});
+    if constexpr (std::is_same_v<M, dlb::DLManagedTensorVersioned>) broken->version = {1, 3};
+    CHECK_THROWS_AS((void)dlb::tensor::import(broken, &wrapped_release<M>), dlb::import_failure);
+    CHECK(wrapped_calls == 2);
+    CHECK(bad.calls == 1);
+  } else {
+    MESSAGE("dlb::tensor::import takes no release function here: nothing to check");
+  }
+}
+}  // namespace
+
+TEST_CASE("tensor: import with a caller-supplied release function") {
+  check_release_parameter<dlb::DLManagedTensorVersioned>();
 }

@@ -303,7 +303,7 @@ TEST_CASE("validate: byte_offset past the end of the address space") {
 
 TEST_CASE("validate: a strided span outside the address space") {
   fixture f;
-  // Three float32 elements 8 apart, going down from the first one.
+  // Three float32 elements 8 elements (32 bytes) apart, going down.
   f.shape = {3};
   f.strides = {-8};
   f.refresh();

@@ -69,7 +69,7 @@ INT32 = (0, 32, 1)
 
 # -- the CPython capsule API --------------------------------------------------
 
-_api = ctypes.pythonapi
+_api = ctypes.PyDLL(None)  # our own handle: argtypes set here stay ours
 _api.PyCapsule_New.restype = py_object
 _api.PyCapsule_New.argtypes = [c_void_p, c_void_p, c_void_p]
 _api.PyCapsule_GetName.restype = c_char_p
@@ -101,13 +101,14 @@ def capsule_name(capsule) -> bytes | None:
 # -- hand-built managed tensors -----------------------------------------------
 
 _registry: dict[int, "ManagedTensor"] = {}  # struct address -> its ManagedTensor (kept forever)
-_registry_lock = threading.Lock()
 stray_deleter_calls: list[int] = []  # deleter calls with an address we never handed out
 
 
 def _count_deleter_call(address):
-    with _registry_lock:
-        owner = _registry.get(address)
+    # No lock here: a deleter called while a Python exception is in flight
+    # fails at its first C-level call, and must not leave a lock held. The
+    # GIL makes the dict lookup and the count safe.
+    owner = _registry.get(address)
     if owner is None:
         stray_deleter_calls.append(address)
         return
@@ -156,8 +157,7 @@ class ManagedTensor:
             self.struct.flags = flags
         self.deleter_calls = 0
         self.deleter_threads: list[int] = []
-        with _registry_lock:
-            _registry[self.address] = self
+        _registry[self.address] = self
 
     @property
     def address(self) -> int:

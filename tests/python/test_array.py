@@ -743,10 +743,10 @@ class _PyBuffer(ctypes.Structure):
                 ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
 
 
-_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer = ctypes.PyDLL(None).PyObject_GetBuffer  # own handle: argtypes stay ours
 _get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
 _get_buffer.restype = ctypes.c_int
-_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer = ctypes.PyDLL(None).PyBuffer_Release
 _release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
 PyBUF_SIMPLE, PyBUF_WRITABLE = 0, 1
 

@@ -16,8 +16,8 @@ import textwrap
 import pytest
 
 import dlbridge
-from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED, INT32,
-                           ManagedTensor, Producer, capsule_name, stray_deleter_calls)
+from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, INT32, ManagedTensor, Producer, capsule_name,
+                           stray_deleter_calls)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -289,8 +289,11 @@ INVALID = {
     "unsupported bits": (dict(dtype=(2, 7, 1)), "dtype"),
     "fp4 with bits 8": (dict(dtype=(17, 8, 1)), "dtype"),
     "null shape": (dict(shape=(2, 2), values=range(4)), "shape"),
+    "bool with bits 1": (dict(dtype=(6, 1, 1)), "dtype"),
+    "overflowing size": (dict(shape=(2**62, 4), values=[1.0]), "shape"),
+    "overflowing stride": (dict(shape=(2, 2), strides=(2**61, 1), values=range(4)), "strides"),
+    "byte_offset past the address space": (dict(byte_offset=2**64 - 8), "byte_offset"),
     "unknown flag": (dict(flags=1 << 7), "flags"),
-    "subbyte padded flag on float64": (dict(flags=FLAG_IS_SUBBYTE_TYPE_PADDED), "flags"),
 }
 
 
@@ -557,6 +560,30 @@ def test_producer_buffer_error_propagates_unchanged():
 def test_object_without_dlpack_raises_attribute_error():
     with pytest.raises(AttributeError):
         dlbridge.from_dlpack(object())
+
+
+def test_null_deleter_is_allowed():
+    mt = ManagedTensor(range(3), deleter=False)
+    producer, a = import_hand_built(mt)
+    assert a.tolist() == [0, 1, 2]
+    del a
+    collect()
+    bad = ManagedTensor(range(3), dtype=(99, 8, 1), deleter=False)
+    with pytest.raises(BufferError, match="dtype code 99"):
+        dlbridge.from_dlpack(Producer(bad, name=b"dltensor_versioned"))
+    legacy = ManagedTensor(range(3), versioned=False, deleter=False)
+    producer, a = import_hand_built(legacy)
+    assert a.tolist() == [0, 1, 2]
+
+
+def test_producer_ignoring_the_requested_device_is_refused():
+    # __dlpack_device__ says CPU, but the capsule holds CUDA memory. (No
+    # deleter, so this does not depend on deleters running with an exception
+    # in flight; see the next test and the last one.)
+    mt = ManagedTensor(range(3), device=(2, 0), deleter=False)
+    producer = Producer(mt, device=(1, 0))
+    with pytest.raises(BufferError, match="not on the requested"):
+        dlbridge.from_dlpack(producer, device="cpu")
 
 
 def test_producer_ignoring_the_requested_device_is_refused_and_released():

@@ -5,7 +5,11 @@ still refers to its memory; then it must be released exactly once, on
 whichever thread drops the last reference, and repeated exchanges must not
 leak references or memory."""
 import gc
+import os
+import resource
+import subprocess
 import sys
+import textwrap
 import threading
 import tracemalloc
 import weakref
@@ -166,7 +170,6 @@ def test_hand_built_tensor_outlives_dlbridge_through_numpy_and_torch():
 def _rss_bytes():
     with open("/proc/self/statm") as f:
         pages = int(f.read().split()[1])
-    import resource
     return pages * resource.getpagesize()
 
 
@@ -278,3 +281,26 @@ def test_many_threads_dropping_views_of_one_tensor():
         t.join()
     collect()
     assert mt.deleter_calls == 1
+
+
+def test_arrays_alive_at_interpreter_exit_do_not_crash():
+    # Arrays, views, exports and unconsumed capsules still alive at exit (one
+    # held by a daemon thread that never finishes) are torn down, or leaked,
+    # without touching a dead interpreter.
+    code = textwrap.dedent("""
+        import threading, time
+        import numpy as np, torch, dlbridge
+        src = np.arange(10.0)
+        a = dlbridge.from_dlpack(src)
+        keep = [dlbridge.from_dlpack(a)[2:], np.from_dlpack(a), torch.from_dlpack(a),
+                a.__dlpack__(max_version=(1, 3)), a.__dlpack__()]
+        def hold(x):
+            time.sleep(60)
+        threading.Thread(target=hold, args=(dlbridge.from_dlpack(src)[1:],), daemon=True).start()
+        print("done")
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([p for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "done"
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr

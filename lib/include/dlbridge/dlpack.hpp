@@ -2,8 +2,9 @@
 //
 // Every type here has the size, field order and enum values of the upstream
 // C header, so pointers to them can be handed across the C boundary as is.
-// tests/cpp/test_abi.cpp compiles these declarations next to upstream headers
-// fetched at test time and compares every size, offset and value.
+// tests/cpp/test_abi_legacy.cpp and test_abi_v1.cpp compile these declarations
+// next to upstream headers (the system's, and a DLPack 1.3 one fetched at test
+// time) and compare every size, offset and value.
 #pragma once
 
 #include <cstddef>

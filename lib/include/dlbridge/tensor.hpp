@@ -100,6 +100,7 @@ class tensor {
                                 allocation_alignment * allocation_alignment;
     void* memory = std::aligned_alloc(allocation_alignment, rounded);
     if (!memory) throw std::bad_alloc();
+    if (type.is_subbyte()) std::memset(memory, 0, rounded);  // no stray bits between packed elements
     tensor t;
     t.keeper_ = keeper::make([](void* p) noexcept { std::free(p); }, memory);
     t.data_ = memory;
@@ -118,6 +119,10 @@ class tensor {
                        const_cast<std::int64_t*>(shape.data()),
                        strides.empty() ? nullptr : const_cast<std::int64_t*>(strides.data()), 0};
     if (shape.size() > std::size_t(max_ndim)) described.ndim = max_ndim + 1;  // let validate say so
+    if (!strides.empty() && strides.size() != shape.size()) {
+      if (release) release(ctx);
+      throw std::invalid_argument("strides and shape differ in length");
+    }
     if (auto error = validate(described)) {
       if (release) release(ctx);
       throw import_failure(std::move(*error));
@@ -125,36 +130,37 @@ class tensor {
     return from_dltensor(described, readonly, release, ctx);
   }
 
-  // Takes ownership of a producer's tensor. The deleter runs exactly once: when
-  // the last dlb::tensor goes or, if validation fails, before import_failure.
-  [[nodiscard]] static tensor import(DLManagedTensorVersioned* m) {
+  // Runs a managed tensor's deleter, if it has one.
+  template <class Managed>
+  static void call_deleter(void* m) {
+    auto* self = static_cast<Managed*>(m);
+    if (self->deleter) self->deleter(self);
+  }
+
+  // Takes ownership of a producer's tensor. Its deleter runs exactly once,
+  // through `release`: when the last dlb::tensor goes or, if validation fails,
+  // before import_failure. (The Python layer passes a `release` that keeps a
+  // pending Python exception intact around the deleter.)
+  [[nodiscard]] static tensor import(DLManagedTensorVersioned* m,
+                                     keeper::release_fn release = call_deleter<DLManagedTensorVersioned>) {
     auto error = validate_version(m->version);
     if (!error) error = validate(m->dl_tensor, m->flags);
     if (error) {
-      if (m->deleter) m->deleter(m);
+      release(m);
       throw import_failure(std::move(*error));
     }
-    return from_dltensor(m->dl_tensor, m->flags & dlpack_flag_read_only,
-                         [](void* p) noexcept {
-                           auto* self = static_cast<DLManagedTensorVersioned*>(p);
-                           if (self->deleter) self->deleter(self);
-                         },
-                         m);
+    return from_dltensor(m->dl_tensor, m->flags & dlpack_flag_read_only, release, m);
   }
 
   // The legacy struct cannot say whether the data may be written; the caller
   // decides (dlbridge's Python layer treats it as read-only, as NumPy does).
-  [[nodiscard]] static tensor import(DLManagedTensor* m, bool readonly) {
+  [[nodiscard]] static tensor import(DLManagedTensor* m, bool readonly,
+                                     keeper::release_fn release = call_deleter<DLManagedTensor>) {
     if (auto error = validate(m->dl_tensor)) {
-      if (m->deleter) m->deleter(m);
+      release(m);
       throw import_failure(std::move(*error));
     }
-    return from_dltensor(m->dl_tensor, readonly,
-                         [](void* p) noexcept {
-                           auto* self = static_cast<DLManagedTensor*>(p);
-                           if (self->deleter) self->deleter(self);
-                         },
-                         m);
+    return from_dltensor(m->dl_tensor, readonly, release, m);
   }
 
   // A tensor on the same memory with another layout (views: slices, transposes).

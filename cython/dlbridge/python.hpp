@@ -1,0 +1,79 @@
+// The C++ side of dlbridge's Python layer: C++ exceptions become Python
+// exceptions, and Python-owned memory is released safely from any thread.
+// Needs Python.h, so it is not part of lib/.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+#include "dlbridge/dlpack.hpp"
+#include "dlbridge/tensor.hpp"
+
+namespace dlb::python {
+
+// For Cython's `except +raise_python_error`. A foreign tensor that fails
+// validation is data DLPack cannot describe to us: BufferError, as the array
+// API asks. Sizes that overflow are ValueError, as in NumPy.
+inline int raise_python_error() {
+  try {
+    throw;
+  } catch (const import_failure& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::length_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
+  }
+  return -1;
+}
+
+// Runs `f` with a pending Python exception of this thread set aside, so that
+// code run by a deleter (Python code included) neither sees nor clobbers it.
+// Without the GIL there is no pending exception of ours to protect.
+template <class F>
+void keeping_exception(F&& f) {
+  if (!Py_IsInitialized() || !PyGILState_Check()) return f();
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  f();
+  if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
+  PyErr_Restore(type, value, traceback);
+}
+
+// Release functions for dlb::tensor. They run on whichever thread drops the
+// last reference, and after interpreter shutdown they leak rather than touch
+// a dead interpreter.
+template <class Managed>
+void release_managed(void* m) {
+  if (!Py_IsInitialized()) return;  // the producer's deleter may need Python
+  keeping_exception([m] { tensor::call_deleter<Managed>(m); });
+}
+
+inline void release_object(void* object) {
+  if (!Py_IsInitialized()) return;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  keeping_exception([object] { Py_XDECREF(static_cast<PyObject*>(object)); });
+  PyGILState_Release(gil);
+}
+
+inline void release_buffer(void* view) {
+  if (!Py_IsInitialized()) return;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  keeping_exception([view] { PyBuffer_Release(static_cast<Py_buffer*>(view)); });
+  PyGILState_Release(gil);
+  std::free(view);
+}
+
+inline constexpr auto release_versioned = release_managed<DLManagedTensorVersioned>;
+inline constexpr auto release_legacy = release_managed<DLManagedTensor>;
+
+}  // namespace dlb::python
