@@ -616,7 +616,7 @@ cdef cpp.dtype _typestr_dtype(interface, str name) except *:
     try:
         return as_dtype(typestr).value
     except TypeError:
-        raise TypeError(f"{name}: typestr {typestr!r} is not a supported native-endian type") from None
+        raise BufferError(f"{name}: typestr {typestr!r} is not a supported native-endian type") from None
 
 
 cdef object _element_strides(interface, cpp.dtype t, Py_ssize_t ndim, str name):

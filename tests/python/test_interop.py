@@ -766,11 +766,10 @@ def test_dlbridge_to_jax(entry, name, layout):
 def test_dlbridge_to_jax_unaligned_copies():
     """Pitfall 6: XLA needs 64-byte alignment; an unaligned view is copied
     silently with copy=None and refused with ValueError under copy=False."""
-    d = dlbridge.asarray(np.arange(16.0))
-    aligned = dlbridge.zeros(16)
+    aligned = dlbridge.asarray(list(range(16)), dtype="float64")  # dlbridge allocates 64-byte aligned
     assert aligned.data_ptr % 64 == 0
-    v = d[1:] if d.data_ptr % 64 == 0 else d[2:]
-    assert v.data_ptr % 64 != 0
+    v = aligned[1:]
+    assert v.data_ptr % 64 == 8
     x = jax.dlpack.from_dlpack(v)
     assert x.unsafe_buffer_pointer() != v.data_ptr
     assert as_py(x) == v.tolist()
@@ -1509,8 +1508,7 @@ def test_undescribable_numpy_arrays_refused(case, path):
     make = {"from_dlpack": dlbridge.from_dlpack, "asarray": dlbridge.asarray,
             "buffer": lambda x: dlbridge.asarray(memoryview(x)),
             "array_interface": lambda x: dlbridge.asarray(InterfaceOnly(x))}[path]
-    expected_error = TypeError if (case, path) == ("big_endian", "array_interface") else BufferError
-    with pytest.raises(expected_error, match="byte order|native|multiple"):
+    with pytest.raises(BufferError, match="byte order|native|multiple"):
         make(a)
 
 
