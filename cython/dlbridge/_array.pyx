@@ -82,7 +82,11 @@ cdef int _scalar_kind(value) except -1:
     dtype = getattr(value, "dtype", None)
     if dtype is not None and getattr(value, "shape", None) == ():
         code = as_dtype(dtype).value.code
-        return 0 if code == 6 else 1 if code <= 1 else 3 if code == 5 else 2
+        if code == cpp.kDLBool:
+            return 0
+        if code == cpp.kDLInt or code == cpp.kDLUInt:
+            return 1
+        return 3 if code == cpp.kDLComplex else 2
     if hasattr(value, "__index__"):
         return 1
     if hasattr(value, "__float__"):
@@ -111,7 +115,7 @@ cdef cpp.scalar _from_python(value) except *:
 
 cdef void _store_python(cpp.dtype t, void* p, value, int64_t index) except *:
     cdef cpp.scalar s = _from_python(value)
-    if s.k == cpp.scalar_kind.complex and t.code != 5:
+    if s.k == cpp.scalar_kind.complex and t.code != cpp.kDLComplex:
         raise TypeError(f"cannot store complex value {value!r} in a {dtype_from_cpp(t).name} array")
     if not cpp.fits(t, s):
         raise OverflowError(f"Python int {value} is out of bounds for {dtype_from_cpp(t).name}")
@@ -366,7 +370,7 @@ cdef class Array:
         return self._scalar(complex)
 
     def __index__(self):
-        if self.t.type().code > 1:
+        if self.t.type().code != cpp.kDLInt and self.t.type().code != cpp.kDLUInt:
             raise TypeError(f"only integer arrays can be used as an index, got {self.dtype.name}")
         return self._scalar(int)
 
@@ -584,7 +588,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if copy is False:
             raise ValueError(f"asarray: copy=False, but converting {a.dtype.name} to {want.name} needs a copy")
         _require_host(a, "dtype conversion")
-        if a.t.type().code == 5 and want.value.code != 5:
+        if a.t.type().code == cpp.kDLComplex and want.value.code != cpp.kDLComplex:
             raise TypeError(f"asarray: cannot convert complex {a.dtype.name} to {want.name}")
         with nogil:
             t = cpp.astype(a.t, want.value)

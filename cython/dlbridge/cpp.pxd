@@ -20,6 +20,14 @@ cdef extern from "dlbridge/dlpack.hpp" namespace "dlb" nogil:
         DLDeviceType device_type
         int32_t device_id
 
+    ctypedef enum DLDataTypeCode "dlb::DLDataTypeCode":
+        kDLInt
+        kDLUInt
+        kDLFloat
+        kDLBfloat
+        kDLComplex
+        kDLBool
+
     ctypedef struct DLDataType:
         uint8_t code
         uint8_t bits
