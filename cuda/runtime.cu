@@ -2,7 +2,7 @@
 
 #include "dlbridge/cuda/runtime.hpp"
 
-namespace dlb::cuda {
+namespace dlb::cuda_runtime {
 
 int device_count() noexcept {
   int count = 0;
@@ -22,4 +22,4 @@ std::string device_status() {
   return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
 }
 
-}  // namespace dlb::cuda
+}  // namespace dlb::cuda_runtime

@@ -15,7 +15,7 @@ from libc.string cimport memcpy, memset
 from libcpp.utility cimport move
 
 from dlbridge cimport cpp
-from dlbridge._dlpack cimport call_dlpack, export_capsule, import_capsule
+from dlbridge._dlpack cimport call_dlpack, dlpack_device, export_capsule, import_capsule
 from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
 
 from dlbridge._types import DeviceType
@@ -80,6 +80,8 @@ cdef int _scalar_kind(value) except -1:
     if isinstance(value, complex):
         return 3
     dtype = getattr(value, "dtype", None)
+    if dtype is not None and getattr(value, "shape", ()) != ():
+        raise TypeError(f"expected a scalar, got an array of shape {value.shape}")
     if dtype is not None and getattr(value, "shape", None) == ():
         code = as_dtype(dtype).value.code
         if code == cpp.kDLBool:
@@ -244,8 +246,11 @@ cdef class Array:
                 raise ValueError(f"stream must be None for arrays on {self.device}, got {stream!r}")
             if type(stream) is not int:
                 raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
-            if stream == 0 or stream < -1:
-                raise ValueError(f"stream {stream} is not a valid DLPack stream (0 is ambiguous on CUDA)")
+            if stream == 0:
+                raise ValueError("stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy "
+                                 "default stream, 2 for the per-thread one, or -1 for no synchronisation")
+            if stream < -1:
+                raise ValueError(f"stream must be -1, 1, 2 or a stream handle, got {stream}")
         if max_version is not None:
             if (type(max_version) is not tuple or len(max_version) != 2
                     or type(max_version[0]) is not int or type(max_version[1]) is not int):
@@ -447,7 +452,7 @@ cdef Array _index(Array a, key):
     cdef int64_t[64] steps
     cdef int out = 0
     cdef int axis = 0
-    cdef int64_t offset = 0, n, i, start, stop, step, length
+    cdef int64_t offset = 0, n, i, start, length
     for k in key:
         if k is Ellipsis:
             for _ in range(ndim - consumed):
@@ -463,12 +468,16 @@ cdef Array _index(Array a, key):
             out += 1
         elif isinstance(k, slice):
             n = a.t.shape(axis)
-            start, stop, step = k.indices(n)
-            length = len(range(start, stop, step))
+            py_start, py_stop, py_step = k.indices(n)
+            length = len(range(py_start, py_stop, py_step))
+            start = py_start
+            new_stride = py_step * a.t.stride(axis)
+            if length <= 1 and not -2**63 <= new_stride < 2**63:
+                new_stride = a.t.stride(axis)  # one element: the step is irrelevant, and too big for int64
             if length > 0:
                 offset += start * a.t.stride(axis)
             dims[out] = length
-            steps[out] = step * a.t.stride(axis)
+            steps[out] = new_stride
             out += 1
             axis += 1
         else:
@@ -523,7 +532,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     else:
         dl_device = None
         if target is not None:
-            source = x.__dlpack_device__()
+            source = dlpack_device(x)
             if (source[0], source[1]) != (target.value.type, target.value.id):
                 if copy is False and not _host_to_cpu(source[0], target):
                     raise ValueError(f"from_dlpack: copy=False, but moving data from device "
@@ -610,7 +619,19 @@ cdef tuple _shape_tuple(interface, str name):
     shape = interface.get("shape")
     if not isinstance(shape, tuple) or not all(type(e) is int for e in shape):
         raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}")
+    for axis, e in enumerate(shape):
+        if not -2**63 <= e < 2**63:
+            raise BufferError(f"{name}: axis {axis}: expected an extent that fits in int64, got {e}")
     return shape
+
+
+cdef void* _data_pointer(data, str name) except? NULL:
+    """The pointer of an interface's (pointer, read_only) data tuple."""
+    if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is int):
+        raise TypeError(f"{name}: data must be a (pointer, read_only) tuple, got {data!r}")
+    if not 0 <= data[0] < 2**64:
+        raise BufferError(f"{name}: expected a data pointer in [0, 2**64), got {data[0]}")
+    return <void*><uintptr_t>data[0]
 
 
 cdef cpp.dtype _typestr_dtype(interface, str name) except *:
@@ -632,6 +653,8 @@ cdef object _element_strides(interface, cpp.dtype t, Py_ssize_t ndim, str name):
         raise TypeError(f"{name}: strides must be None or a tuple of {ndim} ints, got {strides!r}")
     itemsize = t.itemsize()
     for axis, s in enumerate(strides):
+        if not -2**63 <= s < 2**63:
+            raise BufferError(f"{name}: axis {axis}: expected a byte stride that fits in int64, got {s}")
         if s % itemsize:
             raise BufferError(f"{name}: axis {axis}: expected a byte stride that is a multiple of "
                               f"the itemsize {itemsize}, got {s}")
@@ -655,10 +678,9 @@ cdef Array _from_cuda_array_interface(obj):
     shape = _shape_tuple(interface, name)
     cdef cpp.dtype t = _typestr_dtype(interface, name)
     data = interface.get("data")
-    if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is int):
-        raise TypeError(f"{name}: data must be a (pointer, read_only) tuple, got {data!r}")
+    cdef void* pointer = _data_pointer(data, name)
     strides = _element_strides(interface, t, len(shape), name)
-    cdef cpp.tensor out = _adopt_object(obj, <void*><uintptr_t>data[0], t, cpp.device(cpp.kDLCUDA, 0),
+    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cpp.device(cpp.kDLCUDA, 0),
                                         shape, strides, bool(data[1]))
     return wrap(out)
 
@@ -674,10 +696,9 @@ cdef Array _from_array_interface(obj):
     shape = _shape_tuple(interface, name)
     cdef cpp.dtype t = _typestr_dtype(interface, name)
     data = interface["data"]
-    if len(data) != 2 or type(data[0]) is not int:
-        raise TypeError(f"{name}: data must be a (pointer, read_only) tuple, got {data!r}")
+    cdef void* pointer = _data_pointer(data, name)
     strides = _element_strides(interface, t, len(shape), name)
-    cdef cpp.tensor out = _adopt_object(obj, <void*><uintptr_t>data[0], t, cpp.device(cpp.kDLCPU, 0),
+    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cpp.device(cpp.kDLCPU, 0),
                                         shape, strides, bool(data[1]))
     return wrap(out)
 
@@ -732,8 +753,17 @@ cdef Array _from_buffer(obj):
     return wrap(out)
 
 
-cdef _discover(obj, list shape, int depth, list leaves):
+cdef bint _is_nested(obj):
+    """Lists, tuples, ranges and arrays with at least one axis nest; 0-d arrays are scalars."""
     if isinstance(obj, (list, tuple, range)):
+        return True
+    shape = getattr(obj, "shape", None)
+    return isinstance(shape, tuple) and len(shape) > 0 and hasattr(type(obj), "__len__")
+
+
+cdef _discover(obj, list shape, int depth, list leaves):
+    if _is_nested(obj):
+        obj = list(obj)
         if depth >= cpp.max_ndim:
             raise ValueError(f"asarray: nested sequences deeper than {cpp.max_ndim} levels")
         if len(shape) <= depth:
@@ -816,11 +846,17 @@ cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
     if any(e < 0 for e in shape):
         raise ValueError(f"{name}: negative extents are not allowed, got shape {shape}")
     cdef int64_t[64] dims
+    count = 1
     for i, e in enumerate(shape):
-        if e >= 2**63:
-            raise ValueError(f"{name}: extent {e} does not fit in int64")
-        dims[i] = e
-    return cpp.tensor.empty(cpp.extents_t(dims, len(shape)), dt.value)
+        count *= e
+        dims[i] = min(e, 2**63 - 1)
+    nbytes = (count * dt.bits + 7) // 8
+    if count >= 2**63 or nbytes >= 2**63:
+        raise ValueError(f"{name}: shape {shape} of {dt.name} is too big: {nbytes} bytes do not fit in int64")
+    try:
+        return cpp.tensor.empty(cpp.extents_t(dims, len(shape)), dt.value)
+    except MemoryError:
+        raise MemoryError(f"{name}: cannot allocate {nbytes} bytes for shape {shape} of {dt.name}") from None
 
 
 def empty(shape, *, dtype=None, device=None):

@@ -68,14 +68,23 @@ cdef cpp.tensor import_capsule(object capsule, bint* copied) except *:
     raise TypeError(f"__dlpack__ must return a PyCapsule, got {type(capsule).__name__}")
 
 
+cdef _require_producer(object producer):
+    if getattr(type(producer), "__dlpack__", None) is None:
+        raise AttributeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), "
+                             f"got {type(producer).__name__}")
+
+
+cdef object dlpack_device(object producer):
+    """The producer's (device_type, device_id)."""
+    _require_producer(producer)
+    return producer.__dlpack_device__()
+
+
 cdef object call_dlpack(object producer, object dl_device, object copy, bint* legacy):
     """Asks `producer` for a capsule the DLPack 1.3 way, retrying without the
     newer keywords when it raises TypeError (a producer older than DLPack 1.0);
     `legacy` then reports that dl_device and copy were not passed."""
-    method = getattr(type(producer), "__dlpack__", None)
-    if method is None:
-        raise AttributeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), "
-                             f"got {type(producer).__name__}")
+    _require_producer(producer)
     legacy[0] = False
     try:
         if dl_device is None and copy is None:

@@ -279,7 +279,7 @@ cpdef Device as_device(object spec):
         if kind not in _device_names:
             raise ValueError(f"unknown device type {kind!r}; expected one of {_device_choices}")
         kind = _device_names[kind]
-    if not isinstance(kind, int) or not cpp.is_dlpack_device_type(kind):
+    if not isinstance(kind, int) or not 0 <= kind < 2**31 or not cpp.is_dlpack_device_type(kind):
         raise ValueError(f"device type {kind!r} is not a DLPack device type")
     if not isinstance(index, int) or not 0 <= index < 2**31:
         raise ValueError(f"device id must be an integer in [0, 2**31), got {index!r}")

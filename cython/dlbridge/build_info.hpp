@@ -19,9 +19,9 @@ inline constexpr long cplusplus = __cplusplus;
 
 #if DLBRIDGE_HAVE_CUDA
 inline constexpr bool have_cuda = true;
-inline int cuda_runtime_version() { return dlb::cuda::runtime_version(); }
-inline int cuda_device_count() { return dlb::cuda::device_count(); }
-inline std::string cuda_device_status() { return dlb::cuda::device_status(); }
+inline int cuda_runtime_version() { return dlb::cuda_runtime::runtime_version(); }
+inline int cuda_device_count() { return dlb::cuda_runtime::device_count(); }
+inline std::string cuda_device_status() { return dlb::cuda_runtime::device_status(); }
 #else
 inline constexpr bool have_cuda = false;
 inline int cuda_runtime_version() { return 0; }

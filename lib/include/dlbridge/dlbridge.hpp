@@ -10,3 +10,4 @@
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/validate.hpp"
 #include "dlbridge/version.hpp"
+#include "dlbridge/view.hpp"

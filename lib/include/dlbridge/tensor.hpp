@@ -16,19 +16,9 @@
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/layout.hpp"
 #include "dlbridge/validate.hpp"
+#include "dlbridge/view.hpp"
 
 namespace dlb {
-
-// Thrown when a foreign tensor fails validate(); carries the structured error.
-class import_failure : public std::invalid_argument {
- public:
-  explicit import_failure(import_error e)
-      : std::invalid_argument("invalid tensor: " + e.message()), error_(std::move(e)) {}
-  [[nodiscard]] const import_error& error() const noexcept { return error_; }
-
- private:
-  import_error error_;
-};
 
 // Releases memory exactly once, when the last tensor referring to it goes, on
 // whichever thread that happens. `release` must be callable from any thread.
@@ -121,7 +111,8 @@ class tensor {
     if (shape.size() > std::size_t(max_ndim)) described.ndim = max_ndim + 1;  // let validate say so
     if (!strides.empty() && strides.size() != shape.size()) {
       if (release) release(ctx);
-      throw std::invalid_argument("strides and shape differ in length");
+      throw std::invalid_argument("expected as many strides as axes (" + std::to_string(shape.size()) + "), got " +
+                                  std::to_string(strides.size()));
     }
     if (auto error = validate(described)) {
       if (release) release(ctx);
@@ -135,6 +126,19 @@ class tensor {
   static void call_deleter(void* m) {
     auto* self = static_cast<Managed*>(m);
     if (self->deleter) self->deleter(self);
+  }
+
+  // Adopts the memory a view describes, with the view's device: memory
+  // wrapped through a dlb::cuda view is labelled CUDA, never CPU.
+  template <class T, class... Constraints>
+  [[nodiscard]] static tensor adopt(const view<T, Constraints...>& v, keeper::release_fn release, void* ctx) {
+    std::array<std::int64_t, std::size_t(view<T, Constraints...>::rank)> shape{}, strides{};
+    for (std::int32_t i = 0; i < v.rank; ++i) {
+      shape[std::size_t(i)] = v.shape(i);
+      strides[std::size_t(i)] = v.stride(i);
+    }
+    return adopt(const_cast<std::remove_const_t<T>*>(v.data()), v.dtype, v.device(), shape, strides, v.readonly,
+                 release, ctx);
   }
 
   // Takes ownership of a producer's tensor. Its deleter runs exactly once,
@@ -194,6 +198,19 @@ class tensor {
     auto* m = allocate_export<DLManagedTensor>();
     m->deleter = [](DLManagedTensor* self) { release_export(self); };
     return m;
+  }
+
+  // A DLTensor describing this tensor; it points into the tensor, so it is
+  // valid while the tensor lives and keeps nothing alive.
+  [[nodiscard]] DLTensor dltensor() const noexcept {
+    return {data_, device_, ndim_, dtype_, ndim_ ? dims_.get() : nullptr, ndim_ ? dims_.get() + ndim_ : nullptr, 0};
+  }
+
+  // A checked typed view: View::from(dltensor()), so import_failure names the
+  // unmet constraint.
+  template <class View>
+  [[nodiscard]] View as() const {
+    return View::from(dltensor(), readonly_);
   }
 
   [[nodiscard]] bool has_value() const noexcept { return keeper_ != nullptr; }

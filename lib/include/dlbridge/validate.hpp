@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "dlbridge/device.hpp"
 #include "dlbridge/dlpack.hpp"
@@ -28,6 +30,18 @@ struct import_error {
     if (axis >= 0) m += "axis " + std::to_string(axis) + ": ";
     return m + "expected " + expected + ", got " + received;
   }
+};
+
+// Thrown where a foreign tensor fails validate() or check(); carries the
+// structured error.
+class import_failure : public std::invalid_argument {
+ public:
+  explicit import_failure(import_error e)
+      : std::invalid_argument("invalid tensor: " + e.message()), error_(std::move(e)) {}
+  [[nodiscard]] const import_error& error() const noexcept { return error_; }
+
+ private:
+  import_error error_;
 };
 
 namespace detail {
@@ -100,6 +114,62 @@ inline std::string describe(dtype t) {
     return import_error{"strides", -1, "a strided span inside the address space",
                         "a span of [" + to_string(span->lo) + ", " + to_string(span->hi) +
                             ") bytes around address " + to_string(first)};
+  return std::nullopt;
+}
+
+// -- What a consumer demands ---------------------------------------------------
+
+// A wildcard extent (in requirements and in dlb::shape<...>).
+inline constexpr std::int64_t any = -1;
+
+enum class memory_order : std::uint8_t { none, c, f, any };
+
+// What a consumer demands of a tensor; dlb::view derives it from its type.
+struct requirements {
+  dtype type;
+  std::int32_t ndim = -1;  // -1: any number of axes
+  extents_t shape{};       // one extent or dlb::any per axis; empty: no demand
+  memory_order order = memory_order::none;
+  bool has_device = false;
+  DLDeviceType device_type = kDLCPU;
+  bool writable = false;
+};
+
+namespace detail {
+inline std::string describe(const DLTensor& t) {
+  std::string s = "(";
+  for (std::int32_t i = 0; i < t.ndim; ++i) s += (i ? ", " : "") + std::to_string(t.strides[i]);
+  return s + (t.ndim == 1 ? ",)" : ")");
+}
+}  // namespace detail
+
+// The one check at every boundary: validate(t), then each demand of `r` in
+// turn. Returns the first failure, naming the constraint, the axis, what was
+// expected and what was received ("shape: axis 1: expected extent 3, got 4").
+[[nodiscard]] inline std::optional<import_error> check(const DLTensor& t, bool readonly, const requirements& r) {
+  using std::to_string;
+  if (auto error = validate(t)) return error;
+  if (r.has_device && t.device.device_type != r.device_type)
+    return import_error{"device", -1, "device " + std::string(name(r.device_type)),
+                        std::string(name(t.device.device_type))};
+  if (dtype(t.dtype) != r.type) return import_error{"dtype", -1, std::string(name(r.type)), std::string(name(t.dtype))};
+  if (r.ndim >= 0 && t.ndim != r.ndim)
+    return import_error{"ndim", -1, "ndim " + to_string(r.ndim), to_string(t.ndim)};
+  for (std::size_t i = 0; i < r.shape.size() && i < std::size_t(t.ndim); ++i)
+    if (r.shape[i] != any && t.shape[i] != r.shape[i])
+      return import_error{"shape", std::int32_t(i), "extent " + to_string(r.shape[i]), to_string(t.shape[i])};
+  if (r.order != memory_order::none && t.strides) {
+    const extents_t shape(t.shape, std::size_t(t.ndim)), strides(t.strides, std::size_t(t.ndim));
+    const bool c = is_c_contiguous(shape, strides), f = is_f_contiguous(shape, strides);
+    const bool ok = r.order == memory_order::c ? c : r.order == memory_order::f ? f : c || f;
+    if (!ok) {
+      const char* wanted = r.order == memory_order::c ? "C-contiguous strides"
+                           : r.order == memory_order::f ? "Fortran-contiguous strides"
+                                                        : "contiguous strides";
+      return import_error{"strides", -1, wanted, "strides " + detail::describe(t)};
+    }
+  }
+  if (r.writable && readonly) return import_error{"flags", -1, "writable data", "read-only data"};
   return std::nullopt;
 }
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace dlb::cuda {
+namespace dlb::cuda_runtime {
 
 // CUDA devices this process can use; 0 when there is no GPU or no driver.
 [[nodiscard]] int device_count() noexcept;
@@ -15,4 +15,4 @@ namespace dlb::cuda {
 // Why device_count() is 0 ("" when it is not), as the CUDA runtime says it.
 [[nodiscard]] std::string device_status();
 
-}  // namespace dlb::cuda
+}  // namespace dlb::cuda_runtime
