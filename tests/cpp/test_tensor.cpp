@@ -323,6 +323,18 @@ TEST_CASE("tensor: adopt() calls release when validation fails") {
                   std::invalid_argument);
 }
 
+TEST_CASE("tensor: adopt() wants one stride per axis") {
+  std::vector<float> buf(4);
+  counter c;
+  try {
+    (void)dlb::tensor::adopt(buf.data(), f32, {}, vec{2, 2}, vec{1}, false, count_release, &c);
+    FAIL("adopt() accepted one stride for two axes");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) == "expected as many strides as axes (2), got 1");
+  }
+  CHECK(c.calls == 1);  // the memory is released all the same
+}
+
 // ---------------------------------------------------------------------------
 // import(): versioned
 

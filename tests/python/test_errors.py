@@ -484,3 +484,66 @@ def test_allocation_failure_is_memory_error(make):
 def test_device_bool_in_tuple(spec):
     with pytest.raises(TypeError, match=exactly(f"a device is (type, id), got {spec!r}")):
         Device(spec)
+
+
+# ---------------------------------------------------------------------------
+# Messages that name what was received, for values past the C types' range
+
+
+def test_from_dlpack_with_device_of_a_non_producer_names_the_protocol():
+    with pytest.raises(AttributeError, match=exactly(
+            "from_dlpack: expected an object with __dlpack__ (a DLPack producer), got object")):
+        dlbridge.from_dlpack(object(), device="cpu")
+
+
+@pytest.mark.parametrize("pointer", [-8, 2**64])
+@pytest.mark.parametrize("kind", ["cuda", "host"])
+def test_interface_data_pointer_out_of_range(kind, pointer):
+    owner = np.zeros(3, dtype=np.float32)
+    if kind == "cuda":
+        obj, name = CudaInterface(owner, data=(pointer, False)), "__cuda_array_interface__"
+    else:
+        obj = HostInterface({"shape": (3,), "typestr": "<f4", "data": (pointer, False), "version": 3}, owner)
+        name = "__array_interface__"
+    with pytest.raises(BufferError, match=exactly(f"{name}: expected a data pointer in [0, 2**64), got {pointer}")):
+        dlbridge.asarray(obj)
+
+
+def test_interface_extent_beyond_int64_names_the_axis():
+    owner = np.zeros(3, dtype=np.float32)
+    with pytest.raises(BufferError, match=exactly(
+            "__cuda_array_interface__: axis 0: expected an extent that fits in int64, got 9223372036854775808")):
+        dlbridge.asarray(CudaInterface(owner, shape=(2**63, 1)))
+
+
+def test_interface_stride_beyond_int64_names_the_axis():
+    owner = np.zeros(3, dtype=np.float32)
+    obj = HostInterface({"shape": (3,), "typestr": "<f4", "data": (owner.ctypes.data, False),
+                         "strides": (2**64,), "version": 3}, owner)
+    with pytest.raises(BufferError, match=exactly(
+            "__array_interface__: axis 0: expected a byte stride that fits in int64, got 18446744073709551616")):
+        dlbridge.asarray(obj)
+
+
+def test_device_type_beyond_int32_is_value_error():
+    with pytest.raises(ValueError, match="device type -1180591620717411303424 is not a DLPack device type"):
+        Device((-2**70, 0))
+
+
+def test_slice_step_beyond_int64_on_one_element():
+    # NumPy gives a one-element view; so does dlbridge.
+    assert dlbridge.zeros(5)[::2**64].shape == (1,)
+    assert np.zeros(5)[::2**64].shape == (1,)
+
+
+def test_arrays_in_sequences_nest_and_arrays_are_not_scalars():
+    assert dlbridge.asarray([np.array([1.0, 2.0])]).tolist() == [[1.0, 2.0]]
+    assert dlbridge.asarray([[1], np.array([2])]).tolist() == [[1], [2]]
+    with pytest.raises(TypeError, match=exactly("expected a scalar, got an array of shape (1,)")):
+        dlbridge.full(2, np.array([3.0]))
+
+
+def test_allocation_failure_names_the_size():
+    with pytest.raises(MemoryError, match=exactly(
+            "empty: cannot allocate 4611686018427387904 bytes for shape (4611686018427387904,) of int8")):
+        dlbridge.empty(2**62, dtype="int8")
