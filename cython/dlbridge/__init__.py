@@ -15,10 +15,20 @@ __version__ = build_info()["version"]
 
 __all__ = [
     "Array", "DType", "Device", "DeviceType", "asarray", "build_info", "empty", "from_dlpack",
-    "full", "get_include", "zeros",
+    "full", "get_include", "get_pkgconfig_dir", "zeros",
 ]
 
 
 def get_include() -> str:
     """The folder holding dlbridge's C++ headers (``#include <dlbridge/dlbridge.hpp>``)."""
     return _os.path.join(_os.path.dirname(__file__), "include")
+
+
+def get_pkgconfig_dir() -> str:
+    """The folder holding ``dlbridge.pc``, the pkg-config file for C++ builds.
+
+    With it on ``PKG_CONFIG_PATH``, ``pkg-config --cflags dlbridge`` and Meson's
+    ``dependency('dlbridge')`` find the headers. Its paths are relative to the
+    file, so it works wherever dlbridge is installed.
+    """
+    return _os.path.join(_os.path.dirname(__file__), "lib", "pkgconfig")

@@ -4,6 +4,11 @@ Prints the build, then for every array library that imports, moves a small
 array each way (library -> dlbridge and dlbridge -> library) and reports
 whether the exchange shared memory (zero-copy), copied, or failed and why.
 Exits 1 when any exchange failed.
+
+For C++ builds, ``--cflags`` prints the compiler flags that find dlbridge's
+headers (the same as ``pkg-config --cflags dlbridge``; the language standard,
+C++20 or newer, is left to the build) and ``--pkgconfigdir`` the folder of
+``dlbridge.pc``; neither runs the check.
 """
 from __future__ import annotations
 
@@ -96,8 +101,20 @@ def check(lib: Library) -> Exchange:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dlbridge", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    mode.add_argument("--cflags", action="store_true",
+                      help="print the C++ compiler flags for dlbridge's headers and exit "
+                           "(add -std=c++20 or newer yourself)")
+    mode.add_argument("--pkgconfigdir", action="store_true",
+                      help="print the folder holding dlbridge.pc (for PKG_CONFIG_PATH) and exit")
     args = parser.parse_args(argv)
+    if args.cflags:
+        print(f"-I{dlbridge.get_include()}")
+        return 0
+    if args.pkgconfigdir:
+        print(dlbridge.get_pkgconfig_dir())
+        return 0
 
     info = dlbridge.build_info()
     results = [check(lib) for lib in LIBRARIES]

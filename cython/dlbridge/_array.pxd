@@ -1,4 +1,4 @@
-from dlbridge cimport cpp
+cimport dlbridge.cpp as cpp
 
 
 cdef class Array:

@@ -14,7 +14,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from libcpp.utility cimport move
 
-from dlbridge cimport cpp
+cimport dlbridge.cpp as cpp
 from dlbridge._dlpack cimport call_dlpack, dlpack_device, export_capsule, import_capsule
 from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
 

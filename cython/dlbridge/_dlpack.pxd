@@ -1,6 +1,6 @@
 from libc.stdint cimport uint64_t
 
-from dlbridge cimport cpp
+cimport dlbridge.cpp as cpp
 
 
 cdef object export_capsule(const cpp.tensor& t, bint versioned, uint64_t flags)

@@ -5,7 +5,7 @@ from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetName, PyCapsu
                                 PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName)
 from libc.stdint cimport uint64_t
 
-from dlbridge cimport cpp
+cimport dlbridge.cpp as cpp
 
 
 # Destructors for capsules nobody consumed. A consumer renames the capsule to

@@ -3,7 +3,7 @@
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
 
-from dlbridge cimport cpp
+cimport dlbridge.cpp as cpp
 
 
 cdef extern from "dlbridge/build_info.hpp" namespace "dlb::python":

@@ -2,7 +2,7 @@
 """DType and Device: the value types of dlbridge."""
 import enum
 
-from dlbridge cimport cpp
+cimport dlbridge.cpp as cpp
 
 
 class DeviceType(enum.IntEnum):

@@ -1,6 +1,7 @@
 # The dlbridge C++ core (lib/include/dlbridge), declared for Cython.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
+from libcpp.optional cimport optional
 from libcpp.string cimport string
 
 
@@ -117,8 +118,108 @@ cdef extern from "dlbridge/layout.hpp" namespace "dlb" nogil:
         extents_t(const int64_t*, size_t)
         const int64_t* data()
         size_t size()
+        int64_t operator[](size_t)
     cbool is_c_contiguous(extents_t, extents_t)
     cbool is_f_contiguous(extents_t, extents_t)
+
+
+cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
+    # What was wrong with a tensor: field ("dtype", "shape", ...), axis (-1
+    # for none), what was expected and what was received. message() is
+    # "shape: axis 1: expected extent 3, got 4".
+    cdef cppclass import_error:
+        string_view field
+        int32_t axis
+        string expected
+        string received
+        string message()
+
+    # Thrown by tensor.as_ and tensor.adopt; an `except +raise_python_error`
+    # declaration turns it into BufferError("invalid tensor: <message>").
+    cdef cppclass import_failure:
+        const import_error& error()
+
+    # A wildcard extent in requirements.shape (dlb::any in C++).
+    const int64_t any_extent "dlb::any"
+
+    cdef enum class memory_order "dlb::memory_order":
+        none
+        c
+        f
+        any
+
+    # What a consumer demands of a tensor; a view type derives it from its
+    # constraints (view.demands()).
+    cdef cppclass requirements:
+        dtype type
+        int32_t ndim            # -1: any number of axes
+        extents_t shape         # one extent or any_extent per axis; empty: no demand
+        memory_order order
+        cbool has_device
+        DLDeviceType device_type
+        cbool writable
+
+    # The checks every tensor passes: validate() (is it a well-formed
+    # tensor?) and check() (validate, then the demands in turn). An empty
+    # optional means the tensor passed.
+    optional[import_error] validate(const DLTensor&)
+    optional[import_error] check(const DLTensor&, cbool readonly, const requirements&)
+
+
+cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
+    # Constraint tags for view[...]: memory order, read-only, device.
+    cdef cppclass c_contig "dlb::c_contig":
+        pass
+    cdef cppclass f_contig "dlb::f_contig":
+        pass
+    cdef cppclass any_contig "dlb::any_contig":
+        pass
+    cdef cppclass ro "dlb::ro":
+        pass
+    cdef cppclass cpu "dlb::cpu":
+        pass
+    cdef cppclass cuda "dlb::cuda":
+        pass
+    cdef cppclass cuda_host "dlb::cuda_host":
+        pass
+    cdef cppclass cuda_managed "dlb::cuda_managed":
+        pass
+    # dlb::ndim<N> for the usual N. Other counts and dlb::shape<...> are
+    # declared the same way: cdef cppclass shape_any_3 "dlb::shape<dlb::any, 3>"
+    cdef cppclass ndim0 "dlb::ndim<0>":
+        pass
+    cdef cppclass ndim1 "dlb::ndim<1>":
+        pass
+    cdef cppclass ndim2 "dlb::ndim<2>":
+        pass
+    cdef cppclass ndim3 "dlb::ndim<3>":
+        pass
+    cdef cppclass ndim4 "dlb::ndim<4>":
+        pass
+
+    # dlb::view<T, Constraints...> with up to five constraints, e.g.
+    #   ctypedef cpp.view[float, cpp.ndim2, cpp.c_contig] matrix_f32
+    # is dlb::view<float, dlb::ndim<2>, dlb::c_contig>. Get one from an Array
+    # with `arr.t.as_[matrix_f32]()`, which checks the constraints.
+    cdef cppclass view "dlb::view"[T, C1=*, C2=*, C3=*, C4=*, C5=*]:
+        view()
+        # data() is const T* for read-only views (dlb::ro): use const_data().
+        T* data()
+        const T* const_data "data"()
+        int64_t shape(int32_t)
+        int64_t stride(int32_t)
+        int64_t size()
+        device get_device "device"()
+        cbool is_c_contiguous()
+        cbool is_f_contiguous()
+        # v(i), v(i, j), ...: the element at an index (the arity must be the rank).
+        T& operator()(int64_t)
+        T& operator()(int64_t, int64_t)
+        T& operator()(int64_t, int64_t, int64_t)
+        T& operator()(int64_t, int64_t, int64_t, int64_t)
+        # What the view type demands, for check().
+        @staticmethod
+        requirements demands()
 
 
 cdef extern from "dlbridge/tensor.hpp" namespace "dlb" nogil:
@@ -156,6 +257,34 @@ cdef extern from "dlbridge/tensor.hpp" namespace "dlb" nogil:
         cbool is_c_contiguous()
         cbool is_f_contiguous()
         int64_t use_count()
+        # A DLTensor describing the tensor; it points into the tensor, so it
+        # is valid while the tensor lives, and keeps nothing alive.
+        DLTensor dltensor()
+        # A checked typed view, `t.as_[V]()`: BufferError naming the unmet
+        # constraint when the tensor does not fit V.
+        V as_ "as"[V]() except +raise_python_error
+
+
+cdef extern from * nogil:
+    """
+    #include "dlbridge/tensor.hpp"
+    #ifndef DLBRIDGE_CYTHON_ADOPT_VIEW
+    #define DLBRIDGE_CYTHON_ADOPT_VIEW
+    namespace dlb::cython {
+    // dlb::tensor::adopt(view, release, ctx) for Cython, which spells out
+    // template arguments (adopt<View>) where that overload deduces them.
+    template <class View>
+    inline dlb::tensor adopt_view(const View& v, dlb::keeper::release_fn release, void* ctx) {
+      return dlb::tensor::adopt(v, release, ctx);
+    }
+    }  // namespace dlb::cython
+    #endif
+    """
+    # A tensor on the memory a view describes, labelled with the view's
+    # device (a dlb::cuda view gives a CUDA tensor, never a CPU one);
+    # release(ctx) runs once, when the last tensor sharing the memory goes
+    # (and at once if the view fails validation: then BufferError).
+    tensor adopt_view "dlb::cython::adopt_view"[V](const V&, release_fn, void*) except +raise_python_error
 
 
 cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:

@@ -116,10 +116,21 @@ TEST_CASE("element: format geometry") {
     CAPTURE(label);
     CHECK(f->width() == type.bits);
     CHECK(dlb::small_float_format(type) == f);
+    // The copy load() and store() use (device code cannot hold the address).
+    dlb::float_format copy{};
+    REQUIRE(dlb::detail::format_of(type, copy));
+    CHECK(copy.exponent_bits == f->exponent_bits);
+    CHECK(copy.mantissa_bits == f->mantissa_bits);
+    CHECK(copy.bias == f->bias);
+    CHECK(copy.kind == f->kind);
   }
 }
 
 TEST_CASE("element: small_float_format is only for small floats") {
+  for (const auto& info : dlb::dtype_table) {
+    dlb::float_format copy{};
+    CHECK(dlb::detail::format_of(info.type, copy) == (dlb::small_float_format(info.type) != nullptr));
+  }
   CHECK(dlb::small_float_format({dlb::kDLFloat, 32}) == nullptr);
   CHECK(dlb::small_float_format({dlb::kDLFloat, 64}) == nullptr);
   CHECK(dlb::small_float_format({dlb::kDLBfloat, 32}) == nullptr);
@@ -614,6 +625,36 @@ TEST_CASE("element: conversions to bool, float and complex") {
   CHECK(stored<std::uint16_t>({dlb::kDLFloat, 16}, dlb::scalar::from_int(2049)) == 0x6800);
   CHECK(stored<std::uint16_t>({dlb::kDLBfloat, 16}, dlb::scalar::from_real(1.0)) == 0x3F80);
   CHECK(stored<std::uint8_t>({dlb::kDLFloat8_e4m3fn, 8}, dlb::scalar::from_real(448.0)) == 0x7E);
+}
+
+TEST_CASE("element: float <-> double keep NaN sign and payload as the host CPU does") {
+  // load() and store() convert through detail::widen / narrow, which spell
+  // NaN out because GPU conversions would not keep it. volatile: the CPU's
+  // conversions themselves, not the compiler folding them.
+  const auto bits32 = [](float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; };
+  const auto bits64 = [](double d) { std::uint64_t b; std::memcpy(&b, &d, 8); return b; };
+  std::mt19937 rng(3);
+  std::size_t mismatches = 0;
+  for (int i = 0; i < 100000; ++i) {
+    std::uint32_t b = rng();
+    if (i % 2) b |= 0x7f800000u;  // half of them NaN or infinity
+    float f;
+    std::memcpy(&f, &b, 4);
+    volatile float vf = f;
+    const double wide = double(vf);
+    volatile double vd = wide;
+    mismatches += bits64(dlb::detail::widen(f)) != bits64(wide);
+    mismatches += bits32(dlb::detail::narrow(wide)) != bits32(float(vd));
+  }
+  std::mt19937_64 rng64(5);
+  for (int i = 0; i < 100000; ++i) {
+    const std::uint64_t b = rng64() | 0x7ff0000000000000ULL;  // NaN or infinity
+    double d;
+    std::memcpy(&d, &b, 8);
+    volatile double vd = d;
+    mismatches += bits32(dlb::detail::narrow(d)) != bits32(float(vd));
+  }
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("element: packed sub-byte elements, little bit order") {

@@ -20,7 +20,7 @@ def test_get_include_has_the_headers():
 
 def test_pxd_shipped_and_pyx_not():
     shipped = {p.name for p in PACKAGE.iterdir()}
-    assert {"cpp.pxd", "_types.pxd", "_dlpack.pxd", "_array.pxd"} <= shipped
+    assert {"__init__.pxd", "cpp.pxd", "_types.pxd", "_dlpack.pxd", "_array.pxd"} <= shipped
     assert not list(PACKAGE.rglob("*.pyx"))
 
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "dlbridge/config.hpp"
 #include "dlbridge/dlpack.hpp"
 
 namespace dlb {
@@ -24,7 +25,7 @@ struct dtype {
   friend constexpr bool operator==(dtype, dtype) = default;
 
   // Packed sub-byte types (float6, float4) store element i at bit i * bits.
-  [[nodiscard]] constexpr bool is_subbyte() const { return bits * lanes < 8; }
+  [[nodiscard]] DLB_HOST_DEVICE constexpr bool is_subbyte() const { return bits * lanes < 8; }
   // Bytes one element occupies; 1 for packed sub-byte types.
   [[nodiscard]] constexpr std::size_t itemsize() const {
     return is_subbyte() ? 1 : std::size_t(bits) * lanes / 8;

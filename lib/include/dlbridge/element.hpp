@@ -1,14 +1,19 @@
 // Reading and writing one element of any supported dtype through a canonical
 // scalar, and the codec for the small float formats (float16, bfloat16, the
 // float8/6/4 family), which follows ml_dtypes bit for bit.
+//
+// All of it but small_float_format() also runs in CUDA device code, with the
+// same results bit for bit (the CUDA cast kernels use it). Device code may
+// copy a formats:: constant but not take its address, which that function
+// returns.
 #pragma once
 
 #include <cmath>
-#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
+#include "dlbridge/config.hpp"
 #include "dlbridge/dtype.hpp"
 
 namespace dlb {
@@ -28,10 +33,16 @@ struct float_format {
   int bias;
   specials kind;
 
-  [[nodiscard]] constexpr int width() const { return (kind == specials::exponent ? 0 : 1) + exponent_bits + mantissa_bits; }
-  [[nodiscard]] constexpr std::uint32_t sign_bit() const { return kind == specials::exponent ? 0 : 1u << (exponent_bits + mantissa_bits); }
-  [[nodiscard]] constexpr std::uint32_t magnitude_mask() const { return (1u << (exponent_bits + mantissa_bits)) - 1; }
-  [[nodiscard]] constexpr std::uint32_t nan_code() const {
+  [[nodiscard]] DLB_HOST_DEVICE constexpr int width() const {
+    return (kind == specials::exponent ? 0 : 1) + exponent_bits + mantissa_bits;
+  }
+  [[nodiscard]] DLB_HOST_DEVICE constexpr std::uint32_t sign_bit() const {
+    return kind == specials::exponent ? 0 : 1u << (exponent_bits + mantissa_bits);
+  }
+  [[nodiscard]] DLB_HOST_DEVICE constexpr std::uint32_t magnitude_mask() const {
+    return (1u << (exponent_bits + mantissa_bits)) - 1;
+  }
+  [[nodiscard]] DLB_HOST_DEVICE constexpr std::uint32_t nan_code() const {
     switch (kind) {
       case specials::ieee: return magnitude_mask() & ~((1u << (mantissa_bits - 1)) - 1);
       case specials::fn: return magnitude_mask();
@@ -41,7 +52,7 @@ struct float_format {
     }
     return 0;
   }
-  [[nodiscard]] constexpr std::uint32_t max_finite_code() const {
+  [[nodiscard]] DLB_HOST_DEVICE constexpr std::uint32_t max_finite_code() const {
     switch (kind) {
       case specials::ieee: return (((1u << exponent_bits) - 1) << mantissa_bits) - 1;
       case specials::fn:
@@ -85,12 +96,72 @@ inline constexpr float_format float16{5, 10, 15, k::ieee}, bfloat16{8, 7, 127, k
   }
 }
 
-[[nodiscard]] inline double decode(const float_format& f, std::uint32_t code) {
+namespace detail {
+// small_float_format() as a copy into `f` (false for every other dtype), for
+// load() and store(), which device code calls: it can read the formats::
+// constants but not take their addresses. test_element checks the two agree.
+DLB_HOST_DEVICE constexpr bool format_of(dtype t, float_format& f) {
+  if (t.lanes != 1) return false;
+  switch (t.code) {
+    case kDLFloat: if (t.bits != 16) return false; f = formats::float16; return true;
+    case kDLBfloat: if (t.bits != 16) return false; f = formats::bfloat16; return true;
+    case kDLFloat8_e3m4: f = formats::float8_e3m4; return true;
+    case kDLFloat8_e4m3: f = formats::float8_e4m3; return true;
+    case kDLFloat8_e4m3b11fnuz: f = formats::float8_e4m3b11fnuz; return true;
+    case kDLFloat8_e4m3fn: f = formats::float8_e4m3fn; return true;
+    case kDLFloat8_e4m3fnuz: f = formats::float8_e4m3fnuz; return true;
+    case kDLFloat8_e5m2: f = formats::float8_e5m2; return true;
+    case kDLFloat8_e5m2fnuz: f = formats::float8_e5m2fnuz; return true;
+    case kDLFloat8_e8m0fnu: f = formats::float8_e8m0fnu; return true;
+    case kDLFloat6_e2m3fn: f = formats::float6_e2m3fn; return true;
+    case kDLFloat6_e3m2fn: f = formats::float6_e3m2fn; return true;
+    case kDLFloat4_e2m1fn: f = formats::float4_e2m1fn; return true;
+    default: return false;
+  }
+}
+
+// A double's bits, and back. memcpy, not std::bit_cast: the latter is a
+// host-only constexpr function to nvcc.
+DLB_HOST_DEVICE inline std::uint64_t bits_of(double v) {
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+DLB_HOST_DEVICE inline double from_bits(std::uint64_t b) {
+  double v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+inline constexpr std::uint64_t sign_mask = std::uint64_t(1) << 63;
+inline constexpr std::uint64_t quiet_nan_bits = 0x7ff8000000000000ULL;
+
+// float <-> double as x86 SSE (cvtss2sd / cvtsd2ss) and ARM convert, spelled
+// out for NaN: its sign and leading payload bits are kept and it comes out
+// quiet. GPU conversions may return the canonical NaN instead, losing the sign
+// that NumPy and ml_dtypes keep.
+DLB_HOST_DEVICE inline double widen(float v) {
+  std::uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  if ((b & 0x7fffffffu) <= 0x7f800000u) return double(v);
+  return from_bits(std::uint64_t(b >> 31) << 63 | quiet_nan_bits | std::uint64_t(b & 0x7fffffu) << 29);
+}
+DLB_HOST_DEVICE inline float narrow(double v) {
+  if (!std::isnan(v)) return float(v);
+  const std::uint64_t b = bits_of(v);
+  const std::uint32_t n = std::uint32_t(b >> 63) << 31 | 0x7fc00000u | std::uint32_t(b >> 29 & 0x7fffffu);
+  float out;
+  std::memcpy(&out, &n, sizeof out);
+  return out;
+}
+}  // namespace detail
+
+[[nodiscard]] DLB_HOST_DEVICE inline double decode(const float_format& f, std::uint32_t code) {
   using k = float_format::specials;
   const bool negative = code & f.sign_bit();
   const std::uint32_t magnitude = code & f.magnitude_mask();
   // NaN keeps the sign bit of its code, as NumPy and ml_dtypes do.
-  const double nan = std::copysign(std::numeric_limits<double>::quiet_NaN(), negative ? -1.0 : 1.0);
+  const double nan = detail::from_bits(detail::quiet_nan_bits | (negative ? detail::sign_mask : 0));
   const std::uint32_t exponent = magnitude >> f.mantissa_bits;
   const std::uint32_t mantissa = magnitude & ((1u << f.mantissa_bits) - 1);
   if (f.kind == k::exponent) return magnitude == f.nan_code() ? nan : std::ldexp(1.0, int(exponent) - f.bias);
@@ -107,7 +178,7 @@ inline constexpr float_format float16{5, 10, 15, k::ieee}, bfloat16{8, 7, 127, k
 
 // Rounds to nearest, ties to even, with the format's overflow rule: infinity
 // where it has one, else NaN, except finite formats, which saturate.
-[[nodiscard]] inline std::uint32_t encode(const float_format& f, double v) {
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t encode(const float_format& f, double v) {
   using k = float_format::specials;
   const bool negative = std::signbit(v);
   // Formats with a signed NaN keep its sign (NumPy, ml_dtypes); fnuz and e8m0
@@ -130,7 +201,7 @@ inline constexpr float_format float16{5, 10, 15, k::ieee}, bfloat16{8, 7, 127, k
   std::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1): leading bit at 2^(e-1)
   // Formats with subnormals bottom out at exponent 1 - bias; e8m0 at -bias.
   const int lowest = f.kind == k::exponent ? -f.bias : 1 - f.bias;
-  const int exponent = std::max(e - 1, lowest);
+  const int exponent = e - 1 > lowest ? e - 1 : lowest;  // std::max is host-only to nvcc
   const double scaled = std::ldexp(a, f.mantissa_bits - exponent);
   const double rounded = std::nearbyint(scaled);  // default mode: ties to even
   std::uint64_t code;
@@ -155,26 +226,39 @@ struct scalar {
   std::uint64_t u = 0;
   double re = 0, im = 0;
 
-  [[nodiscard]] static constexpr scalar from_bool(bool b) { return {kind::boolean, b, b, double(b), 0}; }
-  [[nodiscard]] static constexpr scalar from_int(std::int64_t v) { return {kind::signed_int, v, std::uint64_t(v), double(v), 0}; }
-  [[nodiscard]] static constexpr scalar from_uint(std::uint64_t v) { return {kind::unsigned_int, std::int64_t(v), v, double(v), 0}; }
-  [[nodiscard]] static constexpr scalar from_real(double v) { return {kind::real, 0, 0, v, 0}; }
-  [[nodiscard]] static constexpr scalar from_complex(double r, double i) { return {kind::complex, 0, 0, r, i}; }
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_bool(bool b) { return {kind::boolean, b, b, double(b), 0}; }
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_int(std::int64_t v) {
+    return {kind::signed_int, v, std::uint64_t(v), double(v), 0};
+  }
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_uint(std::uint64_t v) {
+    return {kind::unsigned_int, std::int64_t(v), v, double(v), 0};
+  }
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_real(double v) { return {kind::real, 0, 0, v, 0}; }
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_complex(double r, double i) {
+    return {kind::complex, 0, 0, r, i};
+  }
 };
 
 namespace detail {
+// numeric_limits' bounds as constants: device code may read a constexpr
+// variable, not call numeric_limits' functions (host-only to nvcc).
+template <class I>
+inline constexpr I lowest = std::numeric_limits<I>::min();
+template <class I>
+inline constexpr I highest = std::numeric_limits<I>::max();
+
 // Float to integer without undefined behaviour: NaN gives 0, values past the
 // range saturate.
 template <class I>
-[[nodiscard]] constexpr I saturate(double v) {
+[[nodiscard]] DLB_HOST_DEVICE constexpr I saturate(double v) {
   if (std::isnan(v)) return 0;
-  if (v <= double(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
-  if (v >= double(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  if (v <= double(lowest<I>)) return lowest<I>;
+  if (v >= double(highest<I>)) return highest<I>;
   return static_cast<I>(v);
 }
 
 template <class I>
-[[nodiscard]] constexpr I to_integer(const scalar& s) {
+[[nodiscard]] DLB_HOST_DEVICE constexpr I to_integer(const scalar& s) {
   switch (s.k) {
     case scalar::kind::real:
     case scalar::kind::complex: return saturate<I>(s.re);
@@ -184,28 +268,30 @@ template <class I>
 }
 
 template <class F>
-[[nodiscard]] constexpr F to_float(const scalar& s) {
+[[nodiscard]] DLB_HOST_DEVICE inline F to_float(const scalar& s) {
   switch (s.k) {
     case scalar::kind::signed_int: return static_cast<F>(s.i);  // one rounding, not via double
     case scalar::kind::unsigned_int: return static_cast<F>(s.u);
-    default: return static_cast<F>(s.re);
+    default:
+      if constexpr (sizeof(F) == sizeof(float)) return narrow(s.re);
+      else return s.re;
   }
 }
 
 template <class T>
-[[nodiscard]] inline T load_as(const void* p) {
+[[nodiscard]] DLB_HOST_DEVICE inline T load_as(const void* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
 }
 
 template <class T>
-inline void store_as(void* p, T v) {
+DLB_HOST_DEVICE inline void store_as(void* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
 // Packed sub-byte element `index` counted from `base`, little bit order.
-[[nodiscard]] inline std::uint32_t load_bits(const void* base, std::int64_t index, int bits) {
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t load_bits(const void* base, std::int64_t index, int bits) {
   const auto bit = std::uint64_t(index) * unsigned(bits);
   const auto* bytes = static_cast<const std::uint8_t*>(base) + bit / 8;
   std::uint32_t window = bytes[0];
@@ -213,7 +299,7 @@ inline void store_as(void* p, T v) {
   return (window >> (bit % 8)) & ((1u << bits) - 1);
 }
 
-inline void store_bits(void* base, std::int64_t index, int bits, std::uint32_t code) {
+DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits, std::uint32_t code) {
   const auto bit = std::uint64_t(index) * unsigned(bits);
   auto* bytes = static_cast<std::uint8_t*>(base) + bit / 8;
   const std::uint32_t mask = ((1u << bits) - 1) << (bit % 8);
@@ -221,17 +307,23 @@ inline void store_bits(void* base, std::int64_t index, int bits, std::uint32_t c
   bytes[0] = std::uint8_t((bytes[0] & ~mask) | value);
   if (mask >> 8) bytes[1] = std::uint8_t((bytes[1] & ~(mask >> 8)) | (value >> 8));
 }
+
+// The code `s` gets in format `f`: what store() writes, and what the CUDA
+// cast kernels pack into sub-byte arrays themselves.
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t small_float_code(const float_format& f, const scalar& s) {
+  return encode(f, to_float<double>(s));
+}
 }  // namespace detail
 
 // Reads element `index` of a packed sub-byte array at `p`, or the element at
 // `p` itself (index 0) for every other dtype. The dtype must be supported.
-[[nodiscard]] inline scalar load(dtype t, const void* p, std::int64_t index = 0) {
+[[nodiscard]] DLB_HOST_DEVICE inline scalar load(dtype t, const void* p, std::int64_t index = 0) {
   using detail::load_as;
-  if (const auto* f = small_float_format(t)) {
+  if (float_format f{}; detail::format_of(t, f)) {
     const std::uint32_t code = t.is_subbyte() ? detail::load_bits(p, index, t.bits)
                                : t.bits == 8  ? load_as<std::uint8_t>(p)
                                               : load_as<std::uint16_t>(p);
-    return scalar::from_real(decode(*f, code));
+    return scalar::from_real(decode(f, code));
   }
   switch (t.code) {
     case kDLBool: return scalar::from_bool(load_as<std::uint8_t>(p) != 0);
@@ -249,14 +341,12 @@ inline void store_bits(void* base, std::int64_t index, int bits, std::uint32_t c
         case 32: return scalar::from_uint(load_as<std::uint32_t>(p));
         default: return scalar::from_uint(load_as<std::uint64_t>(p));
       }
-    case kDLFloat: return scalar::from_real(t.bits == 32 ? load_as<float>(p) : load_as<double>(p));
-    default: {  // complex
-      if (t.bits == 64) {
-        const auto c = load_as<std::complex<float>>(p);
-        return scalar::from_complex(c.real(), c.imag());
-      }
-      const auto c = load_as<std::complex<double>>(p);
-      return scalar::from_complex(c.real(), c.imag());
+    case kDLFloat: return scalar::from_real(t.bits == 32 ? detail::widen(load_as<float>(p)) : load_as<double>(p));
+    default: {  // complex: the real part, then the imaginary (std::complex is host-only)
+      const auto* parts = static_cast<const unsigned char*>(p);
+      if (t.bits == 64)
+        return scalar::from_complex(detail::widen(load_as<float>(parts)), detail::widen(load_as<float>(parts + 4)));
+      return scalar::from_complex(load_as<double>(parts), load_as<double>(parts + 8));
     }
   }
 }
@@ -264,10 +354,10 @@ inline void store_bits(void* base, std::int64_t index, int bits, std::uint32_t c
 // Writes `s` converted to `t`: integers wrap, floats round to nearest even,
 // float to integer saturates (NaN gives 0), complex to real keeps the real
 // part (callers refuse that cast where the array API leaves it undefined).
-inline void store(dtype t, void* p, const scalar& s, std::int64_t index = 0) {
+DLB_HOST_DEVICE inline void store(dtype t, void* p, const scalar& s, std::int64_t index = 0) {
   using detail::store_as;
-  if (const auto* f = small_float_format(t)) {
-    const std::uint32_t code = encode(*f, detail::to_float<double>(s));
+  if (float_format f{}; detail::format_of(t, f)) {
+    const std::uint32_t code = detail::small_float_code(f, s);
     if (t.is_subbyte()) detail::store_bits(p, index, t.bits, code);
     else if (t.bits == 8) store_as(p, std::uint8_t(code));
     else store_as(p, std::uint16_t(code));
@@ -298,22 +388,27 @@ inline void store(dtype t, void* p, const scalar& s, std::int64_t index = 0) {
     case kDLFloat:
       if (t.bits == 32) return store_as(p, detail::to_float<float>(s));
       return store_as(p, detail::to_float<double>(s));
-    default:  // complex
-      if (t.bits == 64)
-        return store_as(p, std::complex<float>(detail::to_float<float>(s), float(s.im)));
-      return store_as(p, std::complex<double>(detail::to_float<double>(s), s.im));
+    default: {  // complex: as load()
+      auto* parts = static_cast<unsigned char*>(p);
+      if (t.bits == 64) {
+        store_as(parts, detail::to_float<float>(s));
+        return store_as(parts + 4, detail::narrow(s.im));
+      }
+      store_as(parts, detail::to_float<double>(s));
+      return store_as(parts + 8, s.im);
+    }
   }
 }
 
 // Whether `s` is represented in `t` without wrapping: what NumPy 2 demands of
 // Python integers (it raises OverflowError otherwise). Always true for floats.
-[[nodiscard]] constexpr bool fits(dtype t, const scalar& s) {
+[[nodiscard]] DLB_HOST_DEVICE constexpr bool fits(dtype t, const scalar& s) {
   if (s.k != scalar::kind::signed_int && s.k != scalar::kind::unsigned_int) return true;
   if (t.code != kDLInt && t.code != kDLUInt) return true;
   const bool negative = s.k == scalar::kind::signed_int && s.i < 0;
   if (t.code == kDLUInt) return !negative && (t.bits == 64 || s.u < (std::uint64_t(1) << t.bits));
   if (negative) return t.bits == 64 || s.i >= -(std::int64_t(1) << (t.bits - 1));
-  return s.u <= std::uint64_t(std::numeric_limits<std::int64_t>::max() >> (64 - t.bits));
+  return s.u <= std::uint64_t(detail::highest<std::int64_t> >> (64 - t.bits));
 }
 
 }  // namespace dlb

@@ -136,10 +136,10 @@ struct requirements {
 };
 
 namespace detail {
-inline std::string describe(const DLTensor& t) {
+inline std::string describe(extents_t strides) {
   std::string s = "(";
-  for (std::int32_t i = 0; i < t.ndim; ++i) s += (i ? ", " : "") + std::to_string(t.strides[i]);
-  return s + (t.ndim == 1 ? ",)" : ")");
+  for (std::size_t i = 0; i < strides.size(); ++i) s += (i ? ", " : "") + std::to_string(strides[i]);
+  return s + (strides.size() == 1 ? ",)" : ")");
 }
 }  // namespace detail
 
@@ -158,15 +158,20 @@ inline std::string describe(const DLTensor& t) {
   for (std::size_t i = 0; i < r.shape.size() && i < std::size_t(t.ndim); ++i)
     if (r.shape[i] != any && t.shape[i] != r.shape[i])
       return import_error{"shape", std::int32_t(i), "extent " + to_string(r.shape[i]), to_string(t.shape[i])};
-  if (r.order != memory_order::none && t.strides) {
-    const extents_t shape(t.shape, std::size_t(t.ndim)), strides(t.strides, std::size_t(t.ndim));
+  if (r.order != memory_order::none) {
+    // NULL strides mean C order: C-contiguous, and Fortran-contiguous only
+    // when at most one axis has an extent above 1.
+    std::int64_t c_order[max_ndim];
+    const extents_t shape(t.shape, std::size_t(t.ndim));
+    if (!t.strides) c_strides(shape, {c_order, std::size_t(t.ndim)});
+    const extents_t strides(t.strides ? t.strides : c_order, std::size_t(t.ndim));
     const bool c = is_c_contiguous(shape, strides), f = is_f_contiguous(shape, strides);
     const bool ok = r.order == memory_order::c ? c : r.order == memory_order::f ? f : c || f;
     if (!ok) {
       const char* wanted = r.order == memory_order::c ? "C-contiguous strides"
                            : r.order == memory_order::f ? "Fortran-contiguous strides"
                                                         : "contiguous strides";
-      return import_error{"strides", -1, wanted, "strides " + detail::describe(t)};
+      return import_error{"strides", -1, wanted, "strides " + detail::describe(strides)};
     }
   }
   if (r.writable && readonly) return import_error{"flags", -1, "writable data", "read-only data"};

@@ -9,19 +9,16 @@
 #include <complex>
 #include <concepts>
 #include <cstdint>
+#include <stdexcept>
 #include <type_traits>
+#include <utility>
 
+#include "dlbridge/config.hpp"
 #include "dlbridge/device.hpp"
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/layout.hpp"
 #include "dlbridge/validate.hpp"
-
-#if defined(__CUDACC__)
-#define DLB_HOST_DEVICE __host__ __device__
-#else
-#define DLB_HOST_DEVICE
-#endif
 
 #if __has_include(<mdspan>)
 #include <mdspan>
@@ -85,6 +82,10 @@ inline constexpr bool is_device = std::is_same_v<C, cpu> || std::is_same_v<C, cu
 
 template <class T, class... Cs>
 struct view_config {
+  static_assert(element<T>,
+                "dlb::view: the element type must have a DLPack dtype (bool, std::int8_t ... std::int64_t, "
+                "std::uint8_t ... std::uint64_t, float, double, std::complex<float>, std::complex<double>), "
+                "optionally const");
   static constexpr int shapes = (int(is_shape<Cs>::value) + ... + 0);
   static constexpr int ndims = (int(is_ndim<Cs>::value) + ... + 0);
   static constexpr int orders = (int(is_order<Cs>) + ... + 0);
@@ -113,7 +114,9 @@ struct view_config {
   }();
   static_assert(shape_rank < 0 || ndim_rank < 0 || shape_rank == ndim_rank,
                 "dlb::view: dlb::shape<...> and dlb::ndim<N> disagree on the number of axes");
-  static constexpr std::int32_t rank = shape_rank >= 0 ? shape_rank : ndim_rank;
+  // (0 where the rank is unknown or invalid, so that only the static_assert above is reported.)
+  static constexpr std::int32_t rank =
+      shape_rank >= 0 ? shape_rank : ndim_rank >= 0 && ndim_rank <= max_ndim ? ndim_rank : 0;
 
   static constexpr std::array<std::int64_t, std::size_t(rank)> extents = [] {
     std::array<std::int64_t, std::size_t(rank)> e{};
@@ -138,13 +141,51 @@ struct view_config {
   }();
   static constexpr bool readonly = ros == 1 || std::is_const_v<T>;
 };
+
+// The static extents as a pack, readable in device code (a static constexpr
+// std::array is not: its operator[] is a host function to nvcc).
+template <std::int64_t... E>
+struct extent_list {
+  DLB_HOST_DEVICE static constexpr std::int64_t at(std::int32_t axis) noexcept {
+    std::int64_t r = any;
+    std::int32_t k = 0;
+    ((r = k++ == axis ? E : r), ...);
+    return r;
+  }
+  // Where the extent of `axis` (one the type leaves open) is stored.
+  DLB_HOST_DEVICE static constexpr std::size_t slot(std::int32_t axis) noexcept {
+    std::size_t n = 0;
+    std::int32_t k = 0;
+    ((n += k++ < axis && E == any), ...);
+    return n;
+  }
+};
+template <class Config, std::size_t... I>
+auto make_extent_list(std::index_sequence<I...>) -> extent_list<Config::extents[I]...>;
+
+// A fixed number of int64 values, readable in device code.
+template <std::size_t N>
+struct axes {
+  std::int64_t v[N];
+  DLB_HOST_DEVICE constexpr std::int64_t& operator[](std::size_t i) noexcept { return v[i]; }
+  DLB_HOST_DEVICE constexpr const std::int64_t& operator[](std::size_t i) const noexcept { return v[i]; }
+  DLB_HOST_DEVICE constexpr std::int64_t* data() noexcept { return v; }
+};
+template <>
+struct axes<0> {
+  DLB_HOST_DEVICE constexpr std::int64_t operator[](std::size_t) const noexcept { return 0; }
+  DLB_HOST_DEVICE constexpr std::int64_t* data() noexcept { return nullptr; }
+};
 }  // namespace detail
 
 // -- The view -----------------------------------------------------------------
 
-template <element T, class... Constraints>
+// The element type is checked by a static_assert (in view_config) rather than
+// by the concept, for a readable message.
+template <class T, class... Constraints>
 class view {
   using config = detail::view_config<T, Constraints...>;
+  using extent_list = decltype(detail::make_extent_list<config>(std::make_index_sequence<std::size_t(config::rank)>{}));
   static constexpr std::size_t dynamic_count = [] {
     std::size_t n = 0;
     for (auto e : config::extents) n += e == any;
@@ -173,16 +214,33 @@ class view {
   constexpr view() = default;
 
   // Wraps memory by hand: strides default to C order; the device is the
-  // type's own when it names one (then `id` picks which one).
-  DLB_HOST_DEVICE constexpr view(element_type* data, const extents_type& shape, std::int32_t id = 0)
-      : view(data, shape, c_order(shape), id) {}
+  // type's own when it names one (then `id` picks which one), else the CPU.
+  // Extents the type fixes and its memory order are asserted, not checked.
+  // (Host code; in device code these need nvcc's --expt-relaxed-constexpr,
+  // as std::array is host-only there. Copying and reading a view are not.)
+  DLB_HOST_DEVICE constexpr view(element_type* data, const extents_type& shape) : view(data, shape, c_order(shape)) {}
+  // (A template, so that a braced third argument is always strides: for a
+  // 1-d view, v(p, {n}, {-1}) has stride -1, v(p, {n}, id) device id `id`.)
+  template <std::integral Id>
+  DLB_HOST_DEVICE constexpr view(element_type* data, const extents_type& shape, Id id)
+      : view(data, shape, c_order(shape), std::int32_t(id)) {}
   DLB_HOST_DEVICE constexpr view(element_type* data, const extents_type& shape, const extents_type& strides,
                                  std::int32_t id = 0)
-      : data_(data), strides_(strides), device_{has_device ? device_type : kDLCPU, id} {
-    if constexpr (dynamic_count > 0) {
-      for (std::size_t i = 0, slot = 0; i < shape.size(); ++i)
-        if (static_extents[i] == any) dynamic_[slot++] = shape[i];
+      : data_(data), device_{has_device ? device_type : kDLCPU, id} {
+    assert(id >= 0 && "dlb::view: a negative device id");
+    if constexpr (rank > 0) {
+      for (std::int32_t i = 0; i < rank; ++i) {
+        const std::int64_t fixed = extent_list::at(i);
+        assert((fixed == any || shape[std::size_t(i)] == fixed) && "dlb::view: an extent differs from the type's");
+        strides_[std::size_t(i)] = strides[std::size_t(i)];
+        if constexpr (dynamic_count > 0)
+          if (fixed == any) dynamic_[extent_list::slot(i)] = shape[std::size_t(i)];
+      }
     }
+    assert((order != memory_order::c || is_c_contiguous()) && "dlb::view: strides are not C-contiguous");
+    assert((order != memory_order::f || is_f_contiguous()) && "dlb::view: strides are not Fortran-contiguous");
+    assert((order != memory_order::any || is_c_contiguous() || is_f_contiguous()) &&
+           "dlb::view: strides are not contiguous");
   }
 
   // The checked boundary: a view of `t` if it meets every constraint, else
@@ -200,11 +258,13 @@ class view {
   DLB_HOST_DEVICE constexpr element_type* data() const noexcept { return data_; }
   DLB_HOST_DEVICE constexpr std::int64_t shape(std::int32_t i) const noexcept {
     if constexpr (dynamic_count == 0) {
-      return static_extents[std::size_t(i)];
+      return extent_list::at(i);
     } else {
-      return static_extents[std::size_t(i)] != any ? static_extents[std::size_t(i)] : dynamic_[slot_of(i)];
+      const std::int64_t fixed = extent_list::at(i);
+      return fixed != any ? fixed : dynamic_[extent_list::slot(i)];
     }
   }
+  // In elements; may be negative or zero.
   DLB_HOST_DEVICE constexpr std::int64_t stride(std::int32_t i) const noexcept { return strides_[std::size_t(i)]; }
   DLB_HOST_DEVICE constexpr std::int64_t size() const noexcept {
     std::int64_t n = 1;
@@ -212,24 +272,39 @@ class view {
     return n;
   }
   DLB_HOST_DEVICE constexpr dlb::device device() const noexcept { return device_; }
+  // Contiguity as dlb::is_c_contiguous / is_f_contiguous define it: axes of
+  // extent 1 are ignored, and an empty view is contiguous.
   DLB_HOST_DEVICE constexpr bool is_c_contiguous() const noexcept {
+    if (is_empty()) return true;
     std::int64_t expected = 1;
     for (std::int32_t i = rank; i-- > 0;) {
-      if (shape(i) == 0) return true;
-      if (shape(i) != 1 && stride(i) != expected) return false;
+      if (shape(i) == 1) continue;
+      if (stride(i) != expected) return false;
+      expected *= shape(i);
+    }
+    return true;
+  }
+  DLB_HOST_DEVICE constexpr bool is_f_contiguous() const noexcept {
+    if (is_empty()) return true;
+    std::int64_t expected = 1;
+    for (std::int32_t i = 0; i < rank; ++i) {
+      if (shape(i) == 1) continue;
+      if (stride(i) != expected) return false;
       expected *= shape(i);
     }
     return true;
   }
 
-  // v(i, j, ...): the element at that index; bounds-checked when assertions are on.
+  // v(i, j, ...): the element at that index, one index per axis;
+  // bounds-checked when assertions are on.
   template <std::integral... Index>
-    requires(sizeof...(Index) == std::size_t(rank))
   DLB_HOST_DEVICE constexpr element_type& operator()(Index... index) const noexcept {
+    static_assert(sizeof...(Index) == std::size_t(rank), "dlb::view: v(i, j, ...) takes exactly one index per axis");
     std::int64_t offset = 0;
     std::int32_t axis = 0;
-    ((assert(std::int64_t(index) >= 0 && std::int64_t(index) < shape(axis)),
+    ((assert(std::int64_t(index) >= 0 && std::int64_t(index) < shape(axis) && "dlb::view: index out of bounds"),
       offset += std::int64_t(index) * stride(axis), ++axis), ...);
+    (void)axis;
     return data_[offset];
   }
 
@@ -241,21 +316,63 @@ class view {
   }
 
 #if defined(__cpp_lib_mdspan)
-  // The same memory as a std::mdspan (layout_stride; negative strides are
-  // not representable there, so they are checked).
-  [[nodiscard]] std::mdspan<element_type, std::dextents<std::int64_t, std::size_t(rank)>, std::layout_stride>
-  to_mdspan() const {
-    std::array<std::int64_t, std::size_t(rank)> extents{};
-    for (std::int32_t i = 0; i < rank; ++i) {
-      extents[std::size_t(i)] = shape(i);
-      assert(stride(i) >= 0 && "std::layout_stride cannot hold a negative stride");
+  using mdspan_type = std::mdspan<element_type, std::dextents<std::int64_t, std::size_t(rank)>, std::layout_stride>;
+
+  // A view of a std::mdspan's memory (any strided layout, the default
+  // accessor), checked like a DLTensor by dlb::check: import_failure when it
+  // does not meet the constraints. The device is the type's, else the CPU.
+  template <class U, class Extents, class Layout>
+    requires(Extents::rank() == std::size_t(rank) && std::is_convertible_v<U (*)[], element_type (*)[]> &&
+             Layout::template mapping<Extents>::is_always_strided())
+  explicit view(const std::mdspan<U, Extents, Layout, std::default_accessor<U>>& m, std::int32_t id = 0) {
+    extents_type shape{}, strides{};
+    if constexpr (rank > 0) {
+      for (std::size_t r = 0; r < std::size_t(rank); ++r) {
+        shape[r] = std::int64_t(m.extent(r));
+        strides[r] = std::int64_t(m.stride(r));
+      }
     }
-    using mapping = std::layout_stride::mapping<std::dextents<std::int64_t, std::size_t(rank)>>;
-    return {data_, mapping(std::dextents<std::int64_t, std::size_t(rank)>(extents), strides_)};
+    const DLTensor t{const_cast<value_type*>(m.data_handle()), dlb::device{has_device ? device_type : kDLCPU, id},
+                     rank, dtype, rank ? shape.data() : nullptr, rank ? strides.data() : nullptr, 0};
+    *this = from(t, std::is_const_v<U>);
+  }
+
+  // The same memory as a std::mdspan (layout_stride). std::layout_stride
+  // demands positive, non-overlapping strides: other layouts throw
+  // std::invalid_argument (extent-1 axes and empty views are always fine).
+  [[nodiscard]] mdspan_type to_mdspan() const {
+    using extents = std::dextents<std::int64_t, std::size_t(rank)>;
+    extents_type e{}, s{};
+    for (std::int32_t i = 0; i < rank; ++i) e[std::size_t(i)] = shape(i);
+    if (is_empty()) {
+      s = c_order(e);  // no element is addressed: any valid strides do
+    } else {
+      std::array<std::size_t, std::size_t(rank)> axes{};
+      std::size_t n = 0;
+      for (std::size_t i = 0; i < std::size_t(rank); ++i) {
+        s[i] = e[i] == 1 ? 1 : stride(std::int32_t(i));
+        if (s[i] <= 0) throw std::invalid_argument("dlb::view::to_mdspan: std::layout_stride needs positive strides");
+        if (e[i] == 1) continue;
+        std::size_t j = n++;  // insertion sort of the axes by stride
+        for (; j > 0 && s[axes[j - 1]] > s[i]; --j) axes[j] = axes[j - 1];
+        axes[j] = i;
+      }
+      for (std::size_t k = 1; k < n; ++k) {
+        const auto reach = checked_mul(s[axes[k - 1]], e[axes[k - 1]]);
+        if (!reach || s[axes[k]] < *reach)
+          throw std::invalid_argument("dlb::view::to_mdspan: std::layout_stride needs non-overlapping strides");
+      }
+    }
+    return mdspan_type(data_, typename mdspan_type::mapping_type(extents(e), s));
   }
 #endif
 
  private:
+  DLB_HOST_DEVICE constexpr bool is_empty() const noexcept {
+    for (std::int32_t i = 0; i < rank; ++i)
+      if (shape(i) == 0) return true;
+    return false;
+  }
   static constexpr extents_type c_order(const extents_type& shape) {
     extents_type s{};
     std::int64_t step = 1;
@@ -264,11 +381,6 @@ class view {
       step *= shape[i] > 1 ? shape[i] : 1;
     }
     return s;
-  }
-  static constexpr std::size_t slot_of(std::int32_t axis) {
-    std::size_t slot = 0;
-    for (std::int32_t i = 0; i < axis; ++i) slot += static_extents[std::size_t(i)] == any;
-    return slot;
   }
   [[nodiscard]] static view unchecked(const DLTensor& t) {
     extents_type shape{}, strides{};
@@ -285,12 +397,12 @@ class view {
 
   // Storage for the extents the type leaves open; none when all are static.
   struct no_extents {};
-  using dynamic_extents = std::conditional_t<dynamic_count == 0, no_extents, std::array<std::int64_t, dynamic_count>>;
+  using dynamic_extents = std::conditional_t<dynamic_count == 0, no_extents, detail::axes<dynamic_count>>;
 
   element_type* data_ = nullptr;
   [[no_unique_address]] dynamic_extents dynamic_{};
-  extents_type strides_{};
-  dlb::device device_{};
+  [[no_unique_address]] detail::axes<std::size_t(config::rank)> strides_{};  // empty when 0-d
+  dlb::device device_{has_device ? device_type : kDLCPU, 0};
 };
 
 }  // namespace dlb

@@ -1,0 +1,257 @@
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "dlbridge/copy.hpp"
+#include "dlbridge/cuda/copy.hpp"
+#include "dlbridge/cuda/error.hpp"
+#include "dlbridge/cuda/memory.hpp"
+#include "kernels.hpp"
+
+namespace dlb::cuda_runtime {
+namespace {
+
+std::string describe(extents_t values) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + (values.size() == 1 ? ",)" : ")");
+}
+
+void check_dtype(dtype t) {
+  if (!is_supported(t)) throw std::invalid_argument("unsupported dtype " + dlb::detail::describe(t));
+}
+
+// The checks the raw operations make; returns the element count.
+std::int64_t check_layout(extents_t shape, extents_t src_strides, extents_t dst_strides) {
+  if (shape.size() > std::size_t(max_ndim)) throw std::invalid_argument("too many axes: " + std::to_string(shape.size()));
+  if (src_strides.size() != shape.size() || dst_strides.size() != shape.size())
+    throw std::invalid_argument("expected as many strides as axes (" + std::to_string(shape.size()) + "), got " +
+                                std::to_string(src_strides.size()) + " and " + std::to_string(dst_strides.size()));
+  for (auto e : shape)
+    if (e < 0) throw std::invalid_argument("negative extent in shape " + describe(shape));
+  const auto count = element_count(shape);
+  if (!count) throw std::invalid_argument("the element count of shape " + describe(shape) + " overflows int64");
+  return *count;
+}
+
+void check_packed(dtype t, extents_t shape, extents_t strides) {
+  if (t.is_subbyte() && !is_c_contiguous(shape, strides))
+    throw std::invalid_argument("packed sub-byte data must be C-contiguous, got strides " + describe(strides));
+}
+
+// Whether the layout maps its elements one to one onto a contiguous block
+// (a permutation of C order, strides of any sign): then its byte span holds
+// exactly its elements.
+bool is_dense(extents_t shape, extents_t strides) {
+  std::array<std::array<std::int64_t, 2>, max_ndim> axes{};  // |stride|, extent
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] > 1) axes[n++] = {strides[i] < 0 ? -strides[i] : strides[i], shape[i]};
+  std::sort(axes.begin(), axes.begin() + std::ptrdiff_t(n));
+  std::int64_t expected = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (axes[i][0] != expected) return false;
+    expected *= axes[i][1];
+  }
+  return true;
+}
+
+// Copy or cast between memory kernels on the current device can use.
+void transfer(extents_t shape, dtype from, const void* src, extents_t src_strides, dtype to, void* dst,
+              extents_t dst_strides, stream_t stream) {
+  if (from == to)
+    copy_strided(shape, from, src, src_strides, dst, dst_strides, stream);
+  else
+    cast_strided(shape, from, src, src_strides, to, dst, dst_strides, stream);
+}
+
+enum class side { host, kernel };  // pageable CPU memory, or memory kernels can use
+
+side place(const tensor& t, const char* role) {
+  switch (t.device().type) {
+    case kDLCPU: return side::host;
+    case kDLCUDA:
+    case kDLCUDAHost:
+    case kDLCUDAManaged: return side::kernel;
+    default:
+      throw std::invalid_argument(std::string("the CUDA backend copies cpu, cuda, cuda_host and cuda_managed memory; the ") +
+                                  role + " is on " + std::string(name(t.device().type)));
+  }
+}
+
+const std::byte* at(const void* p, std::int64_t bytes) { return static_cast<const std::byte*>(p) + bytes; }
+std::byte* at(void* p, std::int64_t bytes) { return static_cast<std::byte*>(p) + bytes; }
+
+// Pageable host source, kernel-usable destination.
+void upload(const tensor& src, const tensor& dst, stream_t stream) {
+  const auto plan = detail::make_plan(src.shape(), dst.strides(), src.strides());
+  if (src.type() == dst.type() && (src.type().is_subbyte() || detail::is_memcpy(plan)))
+    return memcpy_async(dst.data(), src.data(), std::size_t(src.nbytes()), stream);
+  // Move the source's bytes as they are when they are exactly its elements;
+  // otherwise pack them on the host first.
+  tensor packed;
+  const void* first = src.data();
+  extents_t strides = src.strides();
+  std::int64_t lo = 0, bytes = src.nbytes();
+  if (is_dense(src.shape(), src.strides())) {
+    lo = byte_span(src.shape(), src.strides(), src.type())->lo;
+  } else {
+    packed = dlb::copy(src);
+    first = packed.data();
+    strides = packed.strides();
+  }
+  const std::int64_t extent[] = {bytes};
+  const tensor staging = empty_device(extent, {kDLUInt, 8}, stream);  // freed in stream order
+  memcpy_async(staging.data(), at(first, lo), std::size_t(bytes), stream);
+  transfer(src.shape(), src.type(), at(staging.data(), -lo), strides, dst.type(), dst.data(), dst.strides(), stream);
+}
+
+// Kernel-usable source, pageable host destination; returns when the data is there.
+void download(const tensor& src, const tensor& dst, stream_t stream) {
+  const auto plan = detail::make_plan(src.shape(), dst.strides(), src.strides());
+  if (src.type() == dst.type() && (src.type().is_subbyte() || detail::is_memcpy(plan))) {
+    memcpy_async(dst.data(), src.data(), std::size_t(src.nbytes()), stream);
+    return synchronize(stream);
+  }
+  if (is_dense(dst.shape(), dst.strides())) {
+    // Build the destination's exact bytes on the device, then move them whole.
+    const std::int64_t lo = byte_span(dst.shape(), dst.strides(), dst.type())->lo, bytes = dst.nbytes();
+    const std::int64_t extent[] = {bytes};
+    const tensor staging = dst.type().is_subbyte() ? empty_device(dst.shape(), dst.type(), stream)
+                                                   : empty_device(extent, {kDLUInt, 8}, stream);
+    transfer(src.shape(), src.type(), src.data(), src.strides(), dst.type(), at(staging.data(), -lo), dst.strides(), stream);
+    memcpy_async(at(dst.data(), lo), staging.data(), std::size_t(bytes), stream);
+    return synchronize(stream);
+  }
+  // Gaps or repeats in the destination: bring a C-contiguous copy over and
+  // let the CPU engine scatter it.
+  const tensor staging = empty_device(src.shape(), dst.type(), stream);
+  transfer(src.shape(), src.type(), src.data(), src.strides(), dst.type(), staging.data(), staging.strides(), stream);
+  const tensor host = tensor::empty(src.shape(), dst.type());
+  memcpy_async(host.data(), staging.data(), std::size_t(host.nbytes()), stream);
+  synchronize(stream);
+  dlb::copy_strided(host.shape(), host.type(), host.data(), host.strides(), dst.data(), dst.strides());
+}
+
+}  // namespace
+
+void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_t stream) {
+  require_device();
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream),
+        "cudaMemcpyAsync(" + std::to_string(bytes) + " bytes)");
+}
+
+void copy_strided(extents_t shape, dtype type, const void* src, extents_t src_strides, void* dst,
+                  extents_t dst_strides, stream_t stream) {
+  require_device();
+  check_dtype(type);
+  const std::int64_t count = check_layout(shape, src_strides, dst_strides);
+  if (count == 0) return;
+  if (type.is_subbyte()) {
+    check_packed(type, shape, src_strides);
+    check_packed(type, shape, dst_strides);
+    return memcpy_async(dst, src, std::size_t(type.storage_bytes(std::uint64_t(count))), stream);
+  }
+  const auto plan = detail::make_plan(shape, dst_strides, src_strides);
+  if (detail::is_memcpy(plan)) return memcpy_async(dst, src, std::size_t(count) * type.itemsize(), stream);
+  detail::launch_copy(plan, type.itemsize(), dst, src, stream);
+}
+
+void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_strides, dtype to, void* dst,
+                  extents_t dst_strides, stream_t stream) {
+  if (from == to) return copy_strided(shape, from, src, src_strides, dst, dst_strides, stream);
+  require_device();
+  check_dtype(from);
+  check_dtype(to);
+  const std::int64_t count = check_layout(shape, src_strides, dst_strides);
+  if (count == 0) return;
+  check_packed(from, shape, src_strides);
+  check_packed(to, shape, dst_strides);
+  detail::launch_cast(detail::make_plan(shape, dst_strides, src_strides), from, to, dst, src, stream);
+}
+
+void fill(extents_t shape, dtype type, void* dst, extents_t dst_strides, const scalar& value, stream_t stream) {
+  require_device();
+  check_dtype(type);
+  if (type.is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
+  const std::int64_t count = check_layout(shape, dst_strides, dst_strides);
+  if (count == 0) return;
+  alignas(16) unsigned char pattern[16] = {};
+  store(type, pattern, value);
+  const std::size_t bytes = type.itemsize();
+  const auto plan = detail::make_plan(shape, dst_strides, {});
+  const bool one_run = plan.ndim == 0 || (plan.ndim == 1 && plan.dst[0] == 1);
+  if (one_run && std::all_of(pattern, pattern + bytes, [&](unsigned char b) { return b == pattern[0]; })) {
+    const std::size_t total = std::size_t(count) * bytes;
+    return check(cudaMemsetAsync(dst, pattern[0], total, stream), "cudaMemsetAsync(" + std::to_string(total) + " bytes)");
+  }
+  detail::launch_fill(plan, bytes, pattern, dst, stream);
+}
+
+void copy(const tensor& src, const tensor& dst, stream_t stream) {
+  require_device();
+  if (!std::equal(src.shape().begin(), src.shape().end(), dst.shape().begin(), dst.shape().end()))
+    throw std::invalid_argument("copy: shapes differ: " + describe(src.shape()) + " and " + describe(dst.shape()));
+  if (dst.readonly()) throw std::invalid_argument("copy: the destination is read-only");
+  check_dtype(src.type());
+  check_dtype(dst.type());
+  const side from = place(src, "source"), to = place(dst, "destination");
+  if (src.size() == 0) return;
+  if (from == side::host && to == side::host) {
+    if (src.type() == dst.type())
+      dlb::copy_strided(src.shape(), src.type(), src.data(), src.strides(), dst.data(), dst.strides());
+    else
+      dlb::cast_strided(src.shape(), src.type(), src.data(), src.strides(), dst.type(), dst.data(), dst.strides());
+    return;
+  }
+  const bool src_cuda = src.device().type == kDLCUDA, dst_cuda = dst.device().type == kDLCUDA;
+  if (src_cuda && dst_cuda && src.device().id != dst.device().id) {
+    const auto plan = detail::make_plan(src.shape(), dst.strides(), src.strides());
+    if (src.type() != dst.type() || !(src.type().is_subbyte() || detail::is_memcpy(plan)))
+      throw std::invalid_argument("copy: between CUDA devices " + std::to_string(src.device().id) + " and " +
+                                  std::to_string(dst.device().id) +
+                                  " the dtypes must match and both sides must be one contiguous run in the same order");
+    const device_guard guard(dst.device().id);
+    return memcpy_async(dst.data(), src.data(), std::size_t(src.nbytes()), stream);
+  }
+  const device_guard guard(dst_cuda ? dst.device().id : src_cuda ? src.device().id : -1);
+  if (from == side::host) return upload(src, dst, stream);
+  if (to == side::host) return download(src, dst, stream);
+  transfer(src.shape(), src.type(), src.data(), src.strides(), dst.type(), dst.data(), dst.strides(), stream);
+}
+
+void fill(const tensor& dst, const scalar& value, stream_t stream) {
+  require_device();
+  if (dst.readonly()) throw std::invalid_argument("fill: the destination is read-only");
+  if (place(dst, "destination") == side::host) {
+    if (dst.type().is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
+    check_dtype(dst.type());
+    alignas(16) unsigned char pattern[16] = {};
+    store(dst.type(), pattern, value);
+    const std::array<std::int64_t, max_ndim> zeros{};
+    dlb::copy_strided(dst.shape(), dst.type(), pattern, {zeros.data(), dst.shape().size()}, dst.data(), dst.strides());
+    return;
+  }
+  const device_guard guard(dst.device().type == kDLCUDA ? dst.device().id : -1);
+  fill(dst.shape(), dst.type(), dst.data(), dst.strides(), value, stream);
+}
+
+tensor to_device(const tensor& src, stream_t stream, std::optional<dtype> type) {
+  tensor out = empty_device(src.shape(), type.value_or(src.type()), stream);
+  copy(src, out, stream);
+  return out;
+}
+
+tensor to_host(const tensor& src, stream_t stream, std::optional<dtype> type) {
+  require_device();
+  tensor out = tensor::empty(src.shape(), type.value_or(src.type()));
+  copy(src, out, stream);
+  return out;
+}
+
+}  // namespace dlb::cuda_runtime

@@ -1,0 +1,199 @@
+// The backend's kernels: strided copy (with a tiled path for transposes),
+// cast and fill. Template instantiations are kept to one per element size.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "dlbridge/cuda/error.hpp"
+#include "dlbridge/cuda/runtime.hpp"
+#include "dlbridge/element.hpp"
+#include "kernels.hpp"
+
+namespace dlb::cuda_runtime::detail {
+namespace {
+
+constexpr int threads_per_block = 256;
+constexpr std::int64_t max_blocks = 65535;
+
+std::int64_t blocks_for(std::int64_t work) {
+  return std::clamp<std::int64_t>((work + threads_per_block - 1) / threads_per_block, 1, max_blocks);
+}
+
+__device__ inline std::int64_t global_thread() {
+  return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t thread_count() { return std::int64_t(gridDim.x) * blockDim.x; }
+
+template <class W>
+__global__ void copy_kernel(const __grid_constant__ strided_plan plan, W* dst, const W* src) {
+  for (std::int64_t i = global_thread(); i < plan.count; i += thread_count()) {
+    std::int64_t d, s;
+    offsets(plan, i, d, s);
+    dst[d] = src[s];
+  }
+}
+
+template <class W>
+__global__ void __launch_bounds__(tile_dim * tile_rows)
+    tile_kernel(const __grid_constant__ strided_plan plan, const tile_grid grid, W* dst, const W* src) {
+  __shared__ W tile[tile_dim][tile_dim + 1];
+  const int tx = int(threadIdx.x), ty = int(threadIdx.y);
+  // Loop bounds depend on the block only, so every thread reaches each barrier.
+  for (std::int64_t b = blockIdx.z; b < grid.batches; b += gridDim.z) {
+    std::int64_t dst_base, src_base;
+    batch_offsets(plan, b, dst_base, src_base);
+    for (std::int64_t rt = blockIdx.y; rt < grid.row_tiles; rt += gridDim.y) {
+      for (std::int64_t ct = blockIdx.x; ct < grid.col_tiles; ct += gridDim.x) {
+        tile_load(plan, src, src_base, rt * tile_dim, ct * tile_dim, tx, ty, tile);
+        __syncthreads();
+        tile_store(plan, dst, dst_base, rt * tile_dim, ct * tile_dim, tx, ty, tile);
+        __syncthreads();
+      }
+    }
+  }
+}
+
+template <class W>
+__global__ void fill_kernel(const __grid_constant__ strided_plan plan, const W value, W* dst) {
+  for (std::int64_t i = global_thread(); i < plan.count; i += thread_count()) {
+    std::int64_t d, s;
+    offsets(plan, i, d, s);
+    dst[d] = value;
+  }
+}
+
+__global__ void cast_kernel(const __grid_constant__ strided_plan plan, const dtype from, const dtype to,
+                            unsigned char* dst, const unsigned char* src) {
+  const bool packed = from.is_subbyte();
+  const auto from_size = std::int64_t(from.bits) * from.lanes / 8, to_size = std::int64_t(to.bits) * to.lanes / 8;
+  for (std::int64_t i = global_thread(); i < plan.count; i += thread_count()) {
+    std::int64_t d, s;
+    offsets(plan, i, d, s);
+    const scalar value = packed ? dlb::load(from, src, s) : dlb::load(from, src + s * from_size);
+    dlb::store(to, dst + d * to_size, value);
+  }
+}
+
+// One thread per byte of a packed, C-contiguous destination.
+__global__ void cast_to_packed_kernel(const __grid_constant__ strided_plan plan, const dtype from, const dtype to,
+                                      const std::int64_t bytes, unsigned char* dst, const unsigned char* src) {
+  float_format format{};
+  dlb::detail::format_of(to, format);
+  const bool packed = from.is_subbyte();
+  const auto from_size = std::int64_t(from.bits) * from.lanes / 8;
+  for (std::int64_t byte = global_thread(); byte < bytes; byte += thread_count()) {
+    dst[byte] = pack_byte(byte, plan.count, to.bits, dst[byte], [&](std::int64_t e) {
+      std::int64_t d, s;
+      offsets(plan, e, d, s);  // d == e: the destination is C-contiguous
+      const scalar value = packed ? dlb::load(from, src, s) : dlb::load(from, src + s * from_size);
+      return dlb::detail::small_float_code(format, value);
+    });
+  }
+}
+
+// Launches report errors through cudaGetLastError(), so clear what an earlier
+// call (ours already reported, or a caller's) left there before launching.
+void clear_last_error() { (void)cudaGetLastError(); }
+
+void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) check(status, std::string(kernel) + "<<<>>>");
+}
+
+template <std::size_t Bytes>
+void copy_words(const strided_plan& plan, void* dst, const void* src, cudaStream_t stream) {
+  using W = typename word_of<Bytes>::type;
+  auto* d = static_cast<W*>(dst);
+  const auto* s = static_cast<const W*>(src);
+  if (use_tiles(plan)) {
+    const tile_grid grid = make_tile_grid(plan);
+    const dim3 blocks(unsigned(std::min<std::int64_t>(grid.col_tiles, max_blocks)),
+                      unsigned(std::min<std::int64_t>(grid.row_tiles, max_blocks)),
+                      unsigned(std::min<std::int64_t>(grid.batches, max_blocks)));
+    clear_last_error();
+    tile_kernel<W><<<blocks, dim3(tile_dim, tile_rows), 0, stream>>>(plan, grid, d, s);
+    return check_launch("dlbridge tiled transpose kernel");
+  }
+  clear_last_error();
+  copy_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, d, s);
+  check_launch("dlbridge strided copy kernel");
+}
+
+template <std::size_t Bytes>
+void fill_words(const strided_plan& plan, const void* value, void* dst, cudaStream_t stream) {
+  using W = typename word_of<Bytes>::type;
+  W word;
+  std::memcpy(&word, value, Bytes);
+  clear_last_error();
+  fill_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, word, static_cast<W*>(dst));
+  check_launch("dlbridge fill kernel");
+}
+
+}  // namespace
+
+void launch_copy(strided_plan plan, std::size_t bytes, void* dst, const void* src, stream_t stream) {
+  if (!is_word_aligned(plan, dst, src, bytes)) {
+    split_into_bytes(plan, std::int64_t(bytes));
+    bytes = 1;
+  }
+  switch (bytes) {
+    case 1: return copy_words<1>(plan, dst, src, stream);
+    case 2: return copy_words<2>(plan, dst, src, stream);
+    case 4: return copy_words<4>(plan, dst, src, stream);
+    case 8: return copy_words<8>(plan, dst, src, stream);
+    default: return copy_words<16>(plan, dst, src, stream);
+  }
+}
+
+void launch_fill(strided_plan plan, std::size_t bytes, const void* value, void* dst, stream_t stream) {
+  if (!is_word_aligned(plan, dst, nullptr, bytes)) {
+    // Byte by byte: the plan's innermost axis walks the value's bytes, so
+    // each byte gets a fill of its own over a strided view.
+    const auto* v = static_cast<const unsigned char*>(value);
+    for (std::size_t k = 0; k < bytes; ++k) {
+      strided_plan part = plan;
+      for (std::int32_t axis = 0; axis < part.ndim; ++axis) part.dst[axis] *= std::int64_t(bytes);
+      fill_words<1>(part, v + k, static_cast<unsigned char*>(dst) + k, stream);
+    }
+    return;
+  }
+  switch (bytes) {
+    case 1: return fill_words<1>(plan, value, dst, stream);
+    case 2: return fill_words<2>(plan, value, dst, stream);
+    case 4: return fill_words<4>(plan, value, dst, stream);
+    case 8: return fill_words<8>(plan, value, dst, stream);
+    default: return fill_words<16>(plan, value, dst, stream);
+  }
+}
+
+void launch_cast(const strided_plan& plan, dtype from, dtype to, void* dst, const void* src, stream_t stream) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  if (to.is_subbyte()) {
+    const auto bytes = std::int64_t(to.storage_bytes(std::uint64_t(plan.count)));
+    clear_last_error();
+    cast_to_packed_kernel<<<unsigned(blocks_for(bytes)), threads_per_block, 0, stream>>>(plan, from, to, bytes, d, s);
+    return check_launch("dlbridge packed cast kernel");
+  }
+  clear_last_error();
+  cast_kernel<<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, from, to, d, s);
+  check_launch("dlbridge cast kernel");
+}
+
+}  // namespace dlb::cuda_runtime::detail
+
+namespace dlb::cuda_runtime {
+
+std::vector<int> compiled_architectures() {
+  // nvcc defines __CUDA_ARCH_LIST__ in every pass, host included, as the
+  // architectures this file's kernels are compiled for, e.g. 800,900.
+#if defined(__CUDA_ARCH_LIST__)
+  return {__CUDA_ARCH_LIST__};
+#else
+  return {};
+#endif
+}
+
+}  // namespace dlb::cuda_runtime

@@ -1,0 +1,130 @@
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <type_traits>
+#include <string>
+#include <utility>
+
+#include "dlbridge/cuda/error.hpp"
+#include "dlbridge/cuda/stream.hpp"
+
+namespace dlb::cuda_runtime {
+
+static_assert(std::is_same_v<stream_t, cudaStream_t>);
+static_assert(std::is_same_v<event_t, cudaEvent_t>);
+
+std::optional<stream_t> stream_from_dlpack(std::optional<std::int64_t> value) {
+  if (!value) return legacy_stream();
+  const std::int64_t v = *value;
+  if (v == -1) return std::nullopt;
+  if (v == 0)
+    throw std::invalid_argument(
+        "stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy default stream, 2 for the "
+        "per-thread one, or -1 for no synchronisation");
+  if (v < -1) throw std::invalid_argument("stream must be -1, 1, 2 or a stream handle, got " + std::to_string(v));
+  if (v == 1) return legacy_stream();
+  if (v == 2) return per_thread_stream();
+  return reinterpret_cast<stream_t>(static_cast<std::uintptr_t>(v));
+}
+
+std::optional<stream_t> stream_from_cai(std::optional<std::int64_t> value) {
+  if (!value) return std::nullopt;
+  const std::int64_t v = *value;
+  if (v == 0) throw std::invalid_argument("stream must be None or a non-zero int, got 0");
+  if (v < 0) throw std::invalid_argument("stream must be 1, 2 or a stream handle, got " + std::to_string(v));
+  if (v == 1) return legacy_stream();
+  if (v == 2) return per_thread_stream();
+  return reinterpret_cast<stream_t>(static_cast<std::uintptr_t>(v));
+}
+
+std::int64_t stream_to_int(stream_t s) noexcept {
+  if (s == nullptr || s == cudaStreamLegacy) return 1;
+  if (s == cudaStreamPerThread) return 2;
+  return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(s));
+}
+
+bool same_stream(stream_t a, stream_t b) noexcept { return stream_to_int(a) == stream_to_int(b); }
+
+int current_device() {
+  require_device();
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice()");
+  return device;
+}
+
+device_guard::device_guard(int device) {
+  if (device < 0) return;
+  const int previous = current_device();
+  if (previous == device) return;
+  check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  previous_ = previous;
+}
+
+device_guard::~device_guard() {
+  if (previous_ >= 0) (void)cudaSetDevice(previous_);  // must not throw
+}
+
+stream::stream(bool non_blocking) {
+  require_device();
+  check(cudaStreamCreateWithFlags(&handle_, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault),
+        non_blocking ? "cudaStreamCreateWithFlags(cudaStreamNonBlocking)" : "cudaStreamCreateWithFlags(cudaStreamDefault)");
+}
+
+stream::~stream() {
+  if (handle_) (void)cudaStreamDestroy(handle_);  // queued work still completes
+}
+
+stream& stream::operator=(stream&& o) noexcept {
+  std::swap(handle_, o.handle_);
+  return *this;
+}
+
+void stream::synchronize() const { cuda_runtime::synchronize(handle_); }
+
+event::event() {
+  require_device();
+  check(cudaEventCreateWithFlags(&handle_, cudaEventDisableTiming), "cudaEventCreateWithFlags(cudaEventDisableTiming)");
+}
+
+event::~event() {
+  if (handle_) (void)cudaEventDestroy(handle_);  // released once pending waits are done
+}
+
+event& event::operator=(event&& o) noexcept {
+  std::swap(handle_, o.handle_);
+  return *this;
+}
+
+void event::record(stream_t s) { check(cudaEventRecord(handle_, s), "cudaEventRecord()"); }
+
+bool event::ready() const {
+  const cudaError_t status = cudaEventQuery(handle_);
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // not an error: clear it
+    return false;
+  }
+  check(status, "cudaEventQuery()");
+  return true;
+}
+
+void event::synchronize() const { check(cudaEventSynchronize(handle_), "cudaEventSynchronize()"); }
+
+void wait(stream_t waiter, const event& e) {
+  require_device();
+  check(cudaStreamWaitEvent(waiter, e.get(), 0), "cudaStreamWaitEvent()");
+}
+
+void order_after(stream_t consumer, stream_t producer) {
+  require_device();
+  if (same_stream(consumer, producer)) return;
+  event e;
+  e.record(producer);
+  wait(consumer, e);
+}
+
+void synchronize(stream_t s) {
+  require_device();
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize()");
+}
+
+}  // namespace dlb::cuda_runtime

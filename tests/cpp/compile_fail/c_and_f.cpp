@@ -1,0 +1,4 @@
+// Must not compile: see meson.build for the expected diagnostic.
+#include "dlbridge/view.hpp"
+
+dlb::view<float, dlb::ndim<2>, dlb::c_contig, dlb::f_contig> v;

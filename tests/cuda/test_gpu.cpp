@@ -1,0 +1,389 @@
+// Test cases that need a CUDA device (skipped, with the reason, elsewhere):
+// allocation, pointer classification, transfers, the strided copy, fill and
+// cast kernels against the CPU engine, and stream ordering.
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <array>
+#include <complex>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "dlbridge/copy.hpp"
+#include "dlbridge/cuda/all.hpp"
+#include "gpu_test.hpp"
+#include "layouts.hpp"
+#include "slow_kernel.hpp"
+
+namespace cr = dlb::cuda_runtime;
+using dlb_test::layout;
+
+namespace {
+
+// A device buffer of raw bytes, and host mirrors of it.
+struct device_bytes {
+  dlb::tensor memory;
+  explicit device_bytes(std::size_t n, cr::stream_t s = cr::legacy_stream())
+      : memory(cr::empty_device(std::array<std::int64_t, 1>{std::int64_t(n)}, dlb::dtype_of<std::uint8_t>, s)) {}
+  std::uint8_t* get() const { return static_cast<std::uint8_t*>(memory.data()); }
+};
+
+std::vector<std::uint8_t> random_bytes(std::mt19937_64& rng, std::size_t n) {
+  std::vector<std::uint8_t> out(n);
+  for (auto& b : out) b = std::uint8_t(rng());
+  return out;
+}
+
+std::vector<std::uint8_t> download(const void* src, std::size_t n) {
+  std::vector<std::uint8_t> out(n);
+  cr::memcpy_async(out.data(), src, n, cr::legacy_stream());
+  cr::synchronize(cr::legacy_stream());
+  return out;
+}
+
+dlb::tensor host_tensor(const std::vector<std::int64_t>& shape, dlb::dtype type, const layout& l,
+                        std::vector<std::uint8_t>& buffer) {
+  auto* first = buffer.data() + l.offset * std::int64_t(type.itemsize());
+  return dlb::tensor::adopt(first, type, {dlb::kDLCPU, 0}, shape, l.strides, false, nullptr, nullptr);
+}
+
+}  // namespace
+
+GPU_TEST_CASE("empty_device allocates on the current device in stream order, and frees on release") {
+  const int device = cr::current_device();
+  cr::stream s;
+  for (int i = 0; i < 200; ++i) {  // allocate and free repeatedly: the pool must not grow without bound
+    const std::array<std::int64_t, 2> shape{512, 1024};
+    dlb::tensor t = cr::empty_device(shape, dlb::dtype_of<float>, s.get());
+    CHECK(t.device() == dlb::device{dlb::kDLCUDA, device});
+    CHECK(t.is_c_contiguous());
+    CHECK(t.nbytes() == 512 * 1024 * 4);
+    CHECK(t.data() != nullptr);
+  }
+  s.synchronize();
+  const dlb::tensor empty = cr::empty_device(std::array<std::int64_t, 2>{0, 5}, dlb::dtype_of<float>);
+  CHECK(empty.data() == nullptr);
+  CHECK(empty.device() == dlb::device{dlb::kDLCUDA, device});
+  // Packed sub-byte memory starts zeroed.
+  const dlb::tensor packed = cr::empty_device(std::array<std::int64_t, 1>{9}, {dlb::kDLFloat4_e2m1fn, 4});
+  CHECK(download(packed.data(), 5) == std::vector<std::uint8_t>(5, 0));
+}
+
+GPU_TEST_CASE("a device tensor may be released on another thread after its stream's work") {
+  cr::stream s;
+  dlb::tensor t = cr::empty_device(std::array<std::int64_t, 1>{1 << 20}, dlb::dtype_of<std::uint8_t>, s.get());
+  cr::fill(t, dlb::scalar::from_int(7), s.get());
+  std::thread([moved = std::move(t)]() mutable { moved = dlb::tensor(); }).join();
+  s.synchronize();
+}
+
+GPU_TEST_CASE("allocation failures are cuda_error naming the call and the CUDA error") {
+  const std::array<std::int64_t, 1> huge{std::int64_t(1) << 52};
+  try {
+    (void)cr::empty_device(huge, dlb::dtype_of<std::uint8_t>);
+    FAIL("no exception");
+  } catch (const dlb::cuda_error& e) {
+    CHECK(std::string(e.what()).rfind("cudaMallocAsync(4503599627370496 bytes): cudaErrorMemoryAllocation: ", 0) == 0);
+    CHECK(e.code() == cudaErrorMemoryAllocation);
+  }
+  CHECK_THROWS_AS((void)cr::empty_device(std::array<std::int64_t, 1>{-1}, dlb::dtype_of<float>), std::invalid_argument);
+}
+
+GPU_TEST_CASE("pointer_device classifies device, pinned, managed, registered and plain host memory") {
+  const int device = cr::current_device();
+  const auto d = cr::empty_device(std::array<std::int64_t, 1>{16}, dlb::dtype_of<float>);
+  const auto p = cr::empty_pinned(std::array<std::int64_t, 1>{16}, dlb::dtype_of<float>);
+  const auto m = cr::empty_managed(std::array<std::int64_t, 1>{16}, dlb::dtype_of<float>);
+  cr::synchronize(cr::legacy_stream());
+  CHECK(cr::pointer_device(d.data()) == dlb::device{dlb::kDLCUDA, device});
+  CHECK(cr::pointer_device(static_cast<float*>(d.data()) + 3) == dlb::device{dlb::kDLCUDA, device});
+  CHECK(p.device() == dlb::device{dlb::kDLCUDAHost, 0});
+  CHECK(cr::pointer_device(p.data()) == dlb::device{dlb::kDLCUDAHost, 0});
+  CHECK(m.device() == dlb::device{dlb::kDLCUDAManaged, 0});
+  CHECK(cr::pointer_device(m.data()) == dlb::device{dlb::kDLCUDAManaged, 0});
+  void* plain = std::malloc(4096);
+  int on_stack = 0;
+  CHECK(cr::pointer_device(plain) == dlb::device{dlb::kDLCPU, 0});
+  CHECK(cr::pointer_device(&on_stack) == dlb::device{dlb::kDLCPU, 0});
+  CHECK(cr::pointer_device(nullptr) == dlb::device{dlb::kDLCPU, 0});
+  REQUIRE(cudaHostRegister(plain, 4096, cudaHostRegisterDefault) == cudaSuccess);
+  CHECK(cr::pointer_device(plain) == dlb::device{dlb::kDLCUDAHost, 0});
+  CHECK(cudaHostUnregister(plain) == cudaSuccess);
+  std::free(plain);
+  // Pinned and managed memory are usable from the host directly.
+  static_cast<float*>(p.data())[0] = 1.5f;
+  static_cast<float*>(m.data())[0] = 2.5f;
+  CHECK(static_cast<float*>(m.data())[0] == 2.5f);
+}
+
+GPU_TEST_CASE("host to device, device to host and device to device round trips are exact") {
+  std::mt19937_64 rng(1);
+  cr::stream s;
+  for (const std::size_t n : {std::size_t(1), std::size_t(1000), std::size_t(1) << 22}) {
+    const auto data = random_bytes(rng, n);
+    device_bytes a(n, s.get()), b(n, s.get());
+    cr::memcpy_async(a.get(), data.data(), n, s.get());
+    cr::memcpy_async(b.get(), a.get(), n, s.get());
+    std::vector<std::uint8_t> back(n);
+    cr::memcpy_async(back.data(), b.get(), n, s.get());
+    s.synchronize();
+    CHECK(back == data);
+  }
+  // Through pinned memory, and with tensors.
+  const std::array<std::int64_t, 2> shape{37, 19};
+  const dlb::tensor pinned = cr::empty_pinned(shape, dlb::dtype_of<double>);
+  for (std::int64_t i = 0; i < pinned.size(); ++i) static_cast<double*>(pinned.data())[i] = double(i) / 3;
+  const dlb::tensor dev = cr::to_device(pinned, s.get());
+  const dlb::tensor host = cr::to_host(dev, s.get());
+  CHECK(host.device() == dlb::device{dlb::kDLCPU, 0});
+  CHECK(std::memcmp(host.data(), pinned.data(), std::size_t(host.nbytes())) == 0);
+}
+
+GPU_TEST_CASE("copy_strided on the GPU matches dlb::copy_strided for random layouts") {
+  std::mt19937_64 rng(7);
+  cr::stream s;
+  for (int trial = 0; trial < 400; ++trial) {
+    const auto shape = dlb_test::random_shape(rng, int(rng() % 5), trial % 10 == 0 ? 70 : 7);
+    const std::size_t itemsize = std::size_t(1) << (rng() % 5);
+    const dlb::dtype type = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+    const layout sl = dlb_test::random_layout(rng, shape, true);
+    const layout dl = trial % 3 == 0 ? dlb_test::transposed(shape) : dlb_test::random_layout(rng, shape, false);
+    const std::size_t misalign = trial % 7 == 0 ? 1 : 0;  // unaligned elements: the byte path
+    const auto src = random_bytes(rng, std::size_t(sl.buffer) * itemsize + 1);
+    auto expected = random_bytes(rng, std::size_t(dl.buffer) * itemsize + 1);
+    device_bytes dsrc(src.size(), s.get()), ddst(expected.size(), s.get());
+    cr::memcpy_async(dsrc.get(), src.data(), src.size(), s.get());
+    cr::memcpy_async(ddst.get(), expected.data(), expected.size(), s.get());
+    const std::int64_t so = sl.offset * std::int64_t(itemsize), dof = dl.offset * std::int64_t(itemsize);
+    if (misalign && src.size() > 1) {
+      // Shift both sides by one byte inside the spare byte of each buffer.
+      dlb::copy_strided(shape, type, src.data() + 1 + so, sl.strides, expected.data() + 1 + dof, dl.strides);
+      cr::copy_strided(shape, type, dsrc.get() + 1 + so, sl.strides, ddst.get() + 1 + dof, dl.strides, s.get());
+    } else {
+      dlb::copy_strided(shape, type, src.data() + so, sl.strides, expected.data() + dof, dl.strides);
+      cr::copy_strided(shape, type, dsrc.get() + so, sl.strides, ddst.get() + dof, dl.strides, s.get());
+    }
+    std::vector<std::uint8_t> got(expected.size());
+    cr::memcpy_async(got.data(), ddst.get(), got.size(), s.get());
+    s.synchronize();
+    CAPTURE(trial);
+    REQUIRE(got == expected);
+  }
+}
+
+GPU_TEST_CASE("large 2-D and batched transposes (the tiled path) for every element size") {
+  cr::stream s;
+  std::mt19937_64 rng(3);
+  for (const auto& shape : {std::vector<std::int64_t>{1000, 777}, std::vector<std::int64_t>{5, 129, 65},
+                            std::vector<std::int64_t>{33, 2049}}) {
+    for (const std::size_t itemsize : {1, 2, 4, 8, 16}) {
+      const dlb::dtype type = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+      const layout sl = dlb_test::transposed(shape), dl = dlb_test::c_order(shape);
+      const auto src = random_bytes(rng, std::size_t(sl.buffer) * itemsize);
+      std::vector<std::uint8_t> expected(std::size_t(dl.buffer) * itemsize);
+      dlb::copy_strided(shape, type, src.data(), sl.strides, expected.data(), dl.strides);
+      device_bytes dsrc(src.size(), s.get()), ddst(expected.size(), s.get());
+      cr::memcpy_async(dsrc.get(), src.data(), src.size(), s.get());
+      cr::copy_strided(shape, type, dsrc.get(), sl.strides, ddst.get(), dl.strides, s.get());
+      std::vector<std::uint8_t> got(expected.size());
+      cr::memcpy_async(got.data(), ddst.get(), got.size(), s.get());
+      s.synchronize();
+      CAPTURE(itemsize);
+      CHECK(got == expected);
+    }
+  }
+}
+
+GPU_TEST_CASE("tensor copies between pageable host, pinned, managed and device memory, any layouts") {
+  std::mt19937_64 rng(11);
+  cr::stream s;
+  const dlb::dtype types[] = {dlb::dtype_of<float>, dlb::dtype_of<std::int16_t>, dlb::dtype{dlb::kDLFloat, 16},
+                              dlb::dtype{dlb::kDLBfloat, 16}, dlb::dtype_of<std::complex<double>>};
+  for (int trial = 0; trial < 120; ++trial) {
+    const auto shape = dlb_test::random_shape(rng, int(rng() % 4), 9);
+    const dlb::dtype from = types[rng() % 5], to = types[rng() % 5];
+    const layout sl = dlb_test::random_layout(rng, shape, true), dl = dlb_test::random_layout(rng, shape, false);
+    auto src_bytes = random_bytes(rng, std::size_t(sl.buffer) * from.itemsize());
+    for (std::size_t i = 0; i + 1 < src_bytes.size(); i += 2) src_bytes[i + 1] &= 0x3f;  // mostly finite values
+    auto dst_bytes = random_bytes(rng, std::size_t(dl.buffer) * to.itemsize());
+    const dlb::tensor host_src = host_tensor(shape, from, sl, src_bytes);
+    // The CPU reference.
+    std::vector<std::uint8_t> expected = dst_bytes;
+    const dlb::tensor host_expected = host_tensor(shape, to, dl, expected);
+    if (from == to) dlb::copy_strided(shape, from, host_src.data(), host_src.strides(), host_expected.data(), host_expected.strides());
+    else dlb::cast_strided(shape, from, host_src.data(), host_src.strides(), to, host_expected.data(), host_expected.strides());
+    // Host -> device (strided) -> host (strided).
+    const dlb::tensor on_device = cr::to_device(host_src, s.get());
+    std::vector<std::uint8_t> got = dst_bytes;
+    const dlb::tensor host_dst = host_tensor(shape, to, dl, got);
+    // Through a strided device intermediate of the destination's dtype.
+    const dlb::tensor wide = cr::empty_device(shape, to, s.get());
+    cr::copy(on_device, wide, s.get());
+    cr::copy(wide, host_dst, s.get());
+    CAPTURE(trial);
+    CAPTURE(dlb::name(from));
+    CAPTURE(dlb::name(to));
+    REQUIRE(got == expected);
+    // Pageable host straight into a strided pinned destination, and managed.
+    const dlb::tensor pinned = cr::empty_pinned(std::array<std::int64_t, 1>{dl.buffer}, to);
+    std::memcpy(pinned.data(), dst_bytes.data(), dst_bytes.size());
+    const dlb::tensor pinned_view = pinned.restrided(static_cast<std::uint8_t*>(pinned.data()) + dl.offset * std::int64_t(to.itemsize()), shape, dl.strides);
+    cr::copy(host_src, pinned_view, s.get());
+    s.synchronize();
+    CHECK(std::memcmp(pinned.data(), expected.data(), expected.size()) == 0);
+  }
+}
+
+GPU_TEST_CASE("fill writes the element store() makes, through memset, words and bytes") {
+  cr::stream s;
+  std::mt19937_64 rng(5);
+  const dlb::dtype types[] = {dlb::dtype_of<std::uint8_t>, dlb::dtype_of<float>, dlb::dtype_of<double>,
+                              dlb::dtype{dlb::kDLFloat, 16}, dlb::dtype{dlb::kDLBfloat, 16},
+                              dlb::dtype_of<std::complex<double>>, dlb::dtype{dlb::kDLFloat8_e4m3fn, 8}};
+  for (int trial = 0; trial < 60; ++trial) {
+    const auto shape = dlb_test::random_shape(rng, int(rng() % 4), 9);
+    const dlb::dtype type = types[rng() % 7];
+    const layout dl = trial % 2 ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, false);
+    const dlb::scalar value = trial % 3 == 0 ? dlb::scalar::from_int(0) : dlb::scalar::from_real(-1.0 / 3);
+    auto expected = random_bytes(rng, std::size_t(dl.buffer) * type.itemsize() + 1);
+    device_bytes d(expected.size(), s.get());
+    cr::memcpy_async(d.get(), expected.data(), expected.size(), s.get());
+    const std::size_t shift = trial % 5 == 0 ? 1 : 0;  // unaligned
+    alignas(16) unsigned char element[16] = {};
+    dlb::store(type, element, value);
+    const std::vector<std::int64_t> zeros(shape.size(), 0);
+    const std::int64_t first = std::int64_t(shift) + dl.offset * std::int64_t(type.itemsize());
+    dlb::copy_strided(shape, type, element, zeros, expected.data() + first, dl.strides);
+    cr::fill(shape, type, d.get() + first, dl.strides, value, s.get());
+    std::vector<std::uint8_t> got(expected.size());
+    cr::memcpy_async(got.data(), d.get(), got.size(), s.get());
+    s.synchronize();
+    CAPTURE(trial);
+    REQUIRE(got == expected);
+  }
+}
+
+GPU_TEST_CASE("float32 <-> float16 / bfloat16 casts on the GPU match element.hpp bit for bit") {
+  cr::stream s;
+  for (const dlb::dtype half : {dlb::dtype{dlb::kDLFloat, 16}, dlb::dtype{dlb::kDLBfloat, 16}}) {
+    // Every 16-bit code to float32 and back.
+    std::vector<std::uint16_t> codes(65536);
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = std::uint16_t(i);
+    const std::array<std::int64_t, 1> n16{65536};
+    const dlb::tensor src = dlb::tensor::adopt(codes.data(), half, {dlb::kDLCPU, 0}, n16, {}, true, nullptr, nullptr);
+    const dlb::tensor wide = cr::to_device(src, s.get(), dlb::dtype_of<float>);
+    const dlb::tensor back = cr::to_host(wide, s.get(), half);
+    const dlb::tensor wide_host = cr::to_host(wide, s.get());
+    const dlb::tensor expected_wide = dlb::astype(src, dlb::dtype_of<float>);
+    CHECK(std::memcmp(wide_host.data(), expected_wide.data(), 65536 * 4) == 0);
+    const dlb::tensor expected_back = dlb::astype(expected_wide, half);
+    CHECK(std::memcmp(back.data(), expected_back.data(), 65536 * 2) == 0);
+    // Random float32 bit patterns (NaNs with payloads and signs, subnormals, ties).
+    std::mt19937 rng(17);
+    const std::int64_t count = 1 << 22;
+    std::vector<std::uint32_t> floats(static_cast<std::size_t>(count));
+    for (auto& f : floats) f = rng();
+    for (std::size_t i = 0; i < 65536; ++i) floats[i] = std::uint32_t(i << 13 | (i & 1) << 12);  // exact ties
+    const std::array<std::int64_t, 1> n{count};
+    const dlb::tensor f32 = dlb::tensor::adopt(floats.data(), dlb::dtype_of<float>, {dlb::kDLCPU, 0}, n, {}, true, nullptr, nullptr);
+    const dlb::tensor narrow = cr::to_host(cr::to_device(f32, s.get()), s.get(), half);
+    const dlb::tensor expected = dlb::astype(f32, half);
+    CHECK(std::memcmp(narrow.data(), expected.data(), std::size_t(count) * 2) == 0);
+  }
+}
+
+GPU_TEST_CASE("casts between every pair of dtypes on the GPU match dlb::cast_strided") {
+  cr::stream s;
+  std::mt19937_64 rng(23);
+  for (const auto& a : dlb::dtype_table) {
+    for (const auto& b : dlb::dtype_table) {
+      const auto shape = dlb_test::random_shape(rng, 2, 40);
+      const layout sl = a.type.is_subbyte() ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, true);
+      const layout dl = b.type.is_subbyte() ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, false);
+      const auto src = random_bytes(rng, std::size_t(a.type.storage_bytes(std::uint64_t(sl.buffer))));
+      auto expected = random_bytes(rng, std::size_t(b.type.storage_bytes(std::uint64_t(dl.buffer))));
+      const auto first = [](dlb::dtype t, std::int64_t offset) { return t.is_subbyte() ? 0 : offset * std::int64_t(t.itemsize()); };
+      device_bytes dsrc(src.size(), s.get()), ddst(expected.size(), s.get());
+      cr::memcpy_async(dsrc.get(), src.data(), src.size(), s.get());
+      cr::memcpy_async(ddst.get(), expected.data(), expected.size(), s.get());
+      if (a.type == b.type)  // as cr::cast_strided does: packed data is copied whole bytes
+        dlb::copy_strided(shape, a.type, src.data() + first(a.type, sl.offset), sl.strides,
+                          expected.data() + first(b.type, dl.offset), dl.strides);
+      else
+        dlb::cast_strided(shape, a.type, src.data() + first(a.type, sl.offset), sl.strides, b.type,
+                          expected.data() + first(b.type, dl.offset), dl.strides);
+      cr::cast_strided(shape, a.type, dsrc.get() + first(a.type, sl.offset), sl.strides, b.type,
+                       ddst.get() + first(b.type, dl.offset), dl.strides, s.get());
+      std::vector<std::uint8_t> got(expected.size());
+      cr::memcpy_async(got.data(), ddst.get(), got.size(), s.get());
+      s.synchronize();
+      CAPTURE(a.name);
+      CAPTURE(b.name);
+      CHECK(got == expected);
+    }
+  }
+}
+
+namespace {
+// Queues a 300 ms kernel on `a` that writes 42 into device memory (0 before),
+// then, on `b`, reads it into pinned memory after order(b, a); returns what b read.
+template <class Order>
+int read_after_slow_write(Order&& order) {
+  cr::stream a, b;
+  const dlb::tensor flag = cr::empty_device(std::array<std::int64_t, 1>{1}, dlb::dtype_of<std::int32_t>);
+  cr::fill(flag, dlb::scalar::from_int(0), cr::legacy_stream());
+  cr::synchronize(cr::legacy_stream());
+  const dlb::tensor seen = cr::empty_pinned(std::array<std::int64_t, 1>{1}, dlb::dtype_of<std::int32_t>);
+  *static_cast<std::int32_t*>(seen.data()) = -1;
+  REQUIRE(dlb_test::slow_write(static_cast<int*>(flag.data()), 42, 300'000'000, a.get()) == 0);
+  order(b.get(), a.get());
+  cr::memcpy_async(seen.data(), flag.data(), 4, b.get());
+  b.synchronize();
+  const int value = *static_cast<std::int32_t*>(seen.data());
+  a.synchronize();
+  return value;
+}
+}  // namespace
+
+GPU_TEST_CASE("order_after makes one stream wait for another's work (and without it the read races ahead)") {
+  // With the event wait, stream b sees the slow kernel's write.
+  CHECK(read_after_slow_write([](cr::stream_t b, cr::stream_t a) { cr::order_after(b, a); }) == 42);
+  // With an explicit event and wait.
+  CHECK(read_after_slow_write([](cr::stream_t b, cr::stream_t a) {
+          cr::event e;
+          e.record(a);
+          CHECK(!e.ready());  // the kernel is still spinning
+          cr::wait(b, e);
+        }) == 42);
+  // The control: without the wait, b reads before the kernel writes. This
+  // proves the test above can fail.
+  CHECK(read_after_slow_write([](cr::stream_t, cr::stream_t) {}) == 0);
+}
+
+GPU_TEST_CASE("device_guard switches the current device and restores it") {
+  const int before = cr::current_device();
+  {
+    cr::device_guard guard(cr::device_count() - 1);
+    CHECK(cr::current_device() == cr::device_count() - 1);
+  }
+  CHECK(cr::current_device() == before);
+}
+
+GPU_TEST_CASE("bad arguments are std::invalid_argument, not CUDA errors") {
+  const auto d = cr::empty_device(std::array<std::int64_t, 2>{3, 4}, dlb::dtype_of<float>);
+  const auto e = cr::empty_device(std::array<std::int64_t, 2>{4, 3}, dlb::dtype_of<float>);
+  CHECK_THROWS_AS(cr::copy(d, e, cr::legacy_stream()), std::invalid_argument);
+  dlb::tensor ro = d;
+  ro.set_readonly(true);
+  CHECK_THROWS_AS(cr::copy(d, ro, cr::legacy_stream()), std::invalid_argument);
+  const std::array<std::int64_t, 1> shape{4}, strided{2};
+  CHECK_THROWS_AS(cr::copy_strided(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), strided, e.data(), strided, cr::legacy_stream()),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(cr::fill(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), std::array<std::int64_t, 1>{1},
+                           dlb::scalar::from_real(1), cr::legacy_stream()),
+                  std::invalid_argument);
+}

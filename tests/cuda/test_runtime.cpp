@@ -1,0 +1,164 @@
+// What needs no GPU: error messages, stream integers, the architectures, and
+// how every call behaves where no device is usable.
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dlbridge/cuda/all.hpp"
+#include "gpu_test.hpp"
+
+namespace cr = dlb::cuda_runtime;
+
+TEST_CASE("error_message names the call, the error and its description") {
+  CHECK(cr::error_message("cudaMallocAsync(1048576 bytes)", cudaErrorInsufficientDriver) ==
+        "cudaMallocAsync(1048576 bytes): cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA "
+        "runtime version");
+  CHECK(cr::error_message("cudaMalloc(8 bytes)", cudaErrorMemoryAllocation) ==
+        "cudaMalloc(8 bytes): cudaErrorMemoryAllocation: out of memory");
+  CHECK(cr::error_message("cudaGetDevice()", cudaErrorNoDevice) ==
+        "cudaGetDevice(): cudaErrorNoDevice: no CUDA-capable device is detected");
+  CHECK(cr::error_message("f()", 99999).rfind("f(): ", 0) == 0);  // unknown codes still read
+}
+
+TEST_CASE("check throws cuda_error with the message and the code, and is silent on success") {
+  CHECK_NOTHROW(cr::check(cudaSuccess, "cudaFree(0x0)"));
+  try {
+    cr::check(cudaErrorMemoryAllocation, "cudaMallocAsync(1024 bytes)");
+    FAIL("no exception");
+  } catch (const dlb::cuda_error& e) {
+    CHECK(std::string(e.what()) == "cudaMallocAsync(1024 bytes): cudaErrorMemoryAllocation: out of memory");
+    CHECK(e.code() == cudaErrorMemoryAllocation);
+  }
+  // A cuda_error is a std::runtime_error; cuda_unavailable is a cuda_error.
+  CHECK_THROWS_AS(cr::check(cudaErrorInvalidValue, "x"), std::runtime_error);
+  static_assert(std::is_base_of_v<dlb::cuda_error, dlb::cuda_unavailable>);
+}
+
+TEST_CASE("the runtime version and device status are readable without a GPU") {
+  CHECK(cr::runtime_version() >= 12000);
+  if (cr::device_count() > 0) CHECK(cr::device_status().empty());
+  else CHECK(!cr::device_status().empty());
+}
+
+TEST_CASE("the kernels are compiled for the configured architectures") {
+  std::vector<int> expected;
+  std::stringstream list(DLB_TEST_GPU_ARCH);
+  for (std::string arch; std::getline(list, arch, ';');)
+    if (!arch.empty()) expected.push_back(std::atoi(arch.c_str()) * 10);
+  const auto compiled = cr::compiled_architectures();
+  INFO("gpu_arch = " DLB_TEST_GPU_ARCH);
+  if (!expected.empty()) CHECK(compiled == expected);
+  else CHECK(compiled.size() == 1);  // nvcc's default
+}
+
+// -- Stream integers ---------------------------------------------------------------------
+
+TEST_CASE("stream_t is cudaStream_t and the default streams have their protocol values") {
+  static_assert(std::is_same_v<cr::stream_t, cudaStream_t>);
+  CHECK(cr::legacy_stream() == cudaStreamLegacy);
+  CHECK(cr::per_thread_stream() == cudaStreamPerThread);
+}
+
+TEST_CASE("DLPack stream integers: None and 1 legacy, 2 per-thread, -1 no sync, > 2 a handle") {
+  CHECK(cr::stream_from_dlpack(std::nullopt) == cr::legacy_stream());
+  CHECK(cr::stream_from_dlpack(1) == cr::legacy_stream());
+  CHECK(cr::stream_from_dlpack(2) == cr::per_thread_stream());
+  CHECK(!cr::stream_from_dlpack(-1).has_value());
+  CHECK(cr::stream_from_dlpack(0x7f0012345600) == reinterpret_cast<cr::stream_t>(std::uintptr_t{0x7f0012345600}));
+  CHECK(cr::stream_from_dlpack(3) == reinterpret_cast<cr::stream_t>(std::uintptr_t{3}));
+  CHECK_THROWS_WITH_AS((void)cr::stream_from_dlpack(0),
+                       "stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy default stream, 2 "
+                       "for the per-thread one, or -1 for no synchronisation",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)cr::stream_from_dlpack(-2), "stream must be -1, 1, 2 or a stream handle, got -2",
+                       std::invalid_argument);
+  CHECK_THROWS_AS((void)cr::stream_from_dlpack(INT64_MIN), std::invalid_argument);
+}
+
+TEST_CASE("CUDA Array Interface stream integers: None no sync, 1 legacy, 2 per-thread, others handles") {
+  CHECK(!cr::stream_from_cai(std::nullopt).has_value());
+  CHECK(cr::stream_from_cai(1) == cr::legacy_stream());
+  CHECK(cr::stream_from_cai(2) == cr::per_thread_stream());
+  CHECK(cr::stream_from_cai(0x1000) == reinterpret_cast<cr::stream_t>(std::uintptr_t{0x1000}));
+  CHECK_THROWS_WITH_AS((void)cr::stream_from_cai(0), "stream must be None or a non-zero int, got 0", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)cr::stream_from_cai(-1), "stream must be 1, 2 or a stream handle, got -1", std::invalid_argument);
+}
+
+TEST_CASE("stream_to_int gives the protocol value back, the null stream being the legacy one") {
+  CHECK(cr::stream_to_int(nullptr) == 1);
+  CHECK(cr::stream_to_int(cr::legacy_stream()) == 1);
+  CHECK(cr::stream_to_int(cr::per_thread_stream()) == 2);
+  CHECK(cr::stream_to_int(reinterpret_cast<cr::stream_t>(std::uintptr_t{0x55550000})) == 0x55550000);
+  for (const std::int64_t v : std::array<std::int64_t, 4>{1, 2, 3, 0x7f0012345600})
+    CHECK(cr::stream_to_int(*cr::stream_from_dlpack(v)) == v);
+  CHECK(cr::same_stream(nullptr, cr::legacy_stream()));
+  CHECK(!cr::same_stream(cr::legacy_stream(), cr::per_thread_stream()));
+}
+
+// -- Without a usable device ------------------------------------------------------------
+
+namespace {
+// Checks that `call` throws cuda_unavailable with the documented message.
+template <class Call>
+void check_unavailable(const char* what, Call&& call) {
+  INFO(what);
+  const std::string expected = "no CUDA device is available (" + cr::device_status() + ")";
+  try {
+    call();
+    FAIL("no exception");
+  } catch (const dlb::cuda_unavailable& e) {
+    CHECK(std::string(e.what()) == expected);
+    CHECK(e.code() != cudaSuccess);
+  }
+}
+}  // namespace
+
+NO_GPU_TEST_CASE("every call that needs a device throws cuda_unavailable, naming the reason") {
+  const std::array<std::int64_t, 2> shape{3, 4};
+  const std::array<std::int64_t, 2> strides{4, 1};
+  float host[12] = {};
+  const dlb::tensor t = dlb::tensor::empty(shape, dlb::dtype_of<float>);
+  const auto s = cr::legacy_stream();
+  check_unavailable("empty_device", [&] { (void)cr::empty_device(shape, dlb::dtype_of<float>, s); });
+  check_unavailable("empty_device, empty", [&] { (void)cr::empty_device({}, dlb::dtype_of<float>); });
+  check_unavailable("empty_pinned", [&] { (void)cr::empty_pinned(shape, dlb::dtype_of<float>); });
+  check_unavailable("empty_managed", [&] { (void)cr::empty_managed(shape, dlb::dtype_of<float>); });
+  check_unavailable("memcpy_async", [&] { cr::memcpy_async(host, host + 6, 8, s); });
+  check_unavailable("copy_strided", [&] { cr::copy_strided(shape, dlb::dtype_of<float>, host, strides, host, strides, s); });
+  check_unavailable("cast_strided", [&] {
+    cr::cast_strided(shape, dlb::dtype_of<float>, host, strides, dlb::dtype_of<std::int32_t>, host, strides, s);
+  });
+  check_unavailable("fill", [&] { cr::fill(shape, dlb::dtype_of<float>, host, strides, dlb::scalar::from_real(1), s); });
+  check_unavailable("copy", [&] { cr::copy(t, t, s); });
+  check_unavailable("fill(tensor)", [&] { cr::fill(t, dlb::scalar::from_real(1), s); });
+  check_unavailable("to_device", [&] { (void)cr::to_device(t, s); });
+  check_unavailable("to_host", [&] { (void)cr::to_host(t, s); });
+  check_unavailable("current_device", [&] { (void)cr::current_device(); });
+  check_unavailable("device_guard", [&] { cr::device_guard guard(0); });
+  check_unavailable("stream", [&] { cr::stream created; });
+  check_unavailable("event", [&] { cr::event created; });
+  check_unavailable("order_after", [&] { cr::order_after(cr::per_thread_stream(), cr::legacy_stream()); });
+  check_unavailable("synchronize", [&] { cr::synchronize(s); });
+  check_unavailable("require_device", [&] { cr::require_device(); });
+  // The stream integers and messages need no device.
+  CHECK(cr::stream_from_dlpack(2) == cr::per_thread_stream());
+}
+
+NO_GPU_TEST_CASE("without a device every pointer is CPU memory (no error, no crash)") {
+  int on_stack = 0;
+  void* on_heap = std::malloc(64);
+  CHECK(cr::pointer_device(&on_stack) == dlb::device{dlb::kDLCPU, 0});
+  CHECK(cr::pointer_device(on_heap) == dlb::device{dlb::kDLCPU, 0});
+  CHECK(cr::pointer_device(nullptr) == dlb::device{dlb::kDLCPU, 0});
+  CHECK(cr::pointer_device(reinterpret_cast<void*>(std::uintptr_t{0x7f0000000000})) == dlb::device{dlb::kDLCPU, 0});
+  std::free(on_heap);
+}
+
+NO_GPU_TEST_CASE("a device guard for no device (-1) does nothing") { CHECK_NOTHROW(cr::device_guard(-1)); }

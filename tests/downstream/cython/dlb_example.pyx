@@ -1,0 +1,158 @@
+# cython: language_level=3
+"""dlb_example: a Cython package built on dlbridge's C level.
+
+The example of docs/cython-guide.md; tests/python/test_cython_consumers.py
+builds it against the installed dlbridge and exchanges arrays with NumPy and
+PyTorch through it.
+"""
+from cpython.ref cimport Py_INCREF
+from libc.math cimport sqrt
+from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libcpp.optional cimport optional
+
+from dlbridge cimport Array, cpp, wrap
+from dlbridge.cpp cimport raise_python_error
+
+import dlbridge
+
+# -- Typed views ----------------------------------------------------------------
+# A view type spelled in Cython: dlb::view<float, dlb::ndim<2>, dlb::c_contig,
+# dlb::ro, dlb::cpu>. 2-D float32, C-contiguous, read-only access, host memory.
+ctypedef cpp.view[float, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] rows_view
+
+# Writable (no cpp.ro), host memory, any strides.
+ctypedef cpp.view[float, cpp.ndim2, cpp.cpu] matrix_view
+
+# A view type spelled in C++, for what Cython cannot spell (dlb::shape<...>
+# has non-type template arguments): N x 3 float64 points, host memory.
+cdef extern from *:
+    """
+    #include <dlbridge/view.hpp>
+    using points3_view = dlb::view<const double, dlb::shape<dlb::any, 3>, dlb::cpu>;
+    """
+    cdef cppclass points3_view:
+        int64_t shape(int32_t)
+        double operator()(int64_t, int64_t)
+
+# The C++ half: dlb_example.hpp.
+cdef extern from "dlb_example.hpp" namespace "example" nogil:
+    ctypedef cpp.view[float, cpp.ndim1, cpp.cuda] cuda_vector "example::cuda_vector"
+    cpp.tensor row_sums_kernel "example::row_sums"(const rows_view&) except +raise_python_error
+    cpp.tensor grid_kernel "example::grid"(int64_t, int64_t) except +raise_python_error
+    cuda_vector cuda_vector_at(uintptr_t, int64_t, int32_t)
+    void count_release(void*) noexcept
+    int64_t releases_c "example::releases"() noexcept
+
+
+def row_sums(x):
+    """Row sums of a 2-D float32 C-contiguous host array, as a new float32
+    dlbridge Array made in C++. BufferError names the unmet constraint."""
+    cdef Array a = dlbridge.asarray(x)  # shares memory with x
+    # The check: BufferError("invalid tensor: dtype: expected float32, got float64"), ...
+    cdef rows_view rows = a.t.as_[rows_view]()
+    cdef cpp.tensor out
+    with nogil:
+        out = row_sums_kernel(rows)
+    return wrap(out)
+
+
+def scale_(x, float factor):
+    """Multiplies a 2-D float32 host array by `factor` in place (any strides);
+    returns the dlbridge Array sharing x's memory. Read-only data is refused."""
+    cdef Array a = dlbridge.asarray(x)
+    cdef matrix_view m = a.t.as_[matrix_view]()
+    cdef float* p = m.data()
+    cdef int64_t i, j
+    with nogil:
+        for i in range(m.shape(0)):
+            for j in range(m.shape(1)):
+                p[i * m.stride(0) + j * m.stride(1)] *= factor  # strides count elements
+    return a
+
+
+def norms(points):
+    """Euclidean norms of N x 3 float64 points, as a list."""
+    cdef Array a = dlbridge.asarray(points)
+    cdef points3_view v = a.t.as_[points3_view]()
+    return [sqrt(v(i, 0) * v(i, 0) + v(i, 1) * v(i, 1) + v(i, 2) * v(i, 2)) for i in range(v.shape(0))]
+
+
+def explain(x):
+    """None if x fits rows_view, else what is wrong with it (no exception):
+    dlb::check with the view type's demands."""
+    cdef Array a = dlbridge.asarray(x)
+    cdef optional[cpp.import_error] error = cpp.check(a.t.dltensor(), a.t.readonly(), rows_view.demands())
+    if not error.has_value():
+        return None
+    return error.value().message().decode()
+
+
+def explain_vector(x, int64_t length):
+    """The same with requirements written by hand: a writable 1-D float64
+    array of `length` elements, anywhere."""
+    cdef Array a = dlbridge.asarray(x)
+    cdef int64_t extents[1]
+    extents[0] = length
+    cdef cpp.requirements r
+    r.type = cpp.dtype(cpp.kDLFloat, 64, 1)
+    r.ndim = 1
+    r.shape = cpp.extents_t(extents, 1)
+    r.writable = True
+    cdef optional[cpp.import_error] error = cpp.check(a.t.dltensor(), a.t.readonly(), r)
+    if not error.has_value():
+        return None
+    return (error.value().field.data()[:error.value().field.size()].decode(), error.value().axis,
+            error.value().message().decode())
+
+
+def describe(x):
+    """The C-level description of an array: its DLTensor and the tensor's
+    own shape and strides."""
+    cdef Array a = dlbridge.asarray(x)
+    cdef cpp.DLTensor dl = a.t.dltensor()
+    cdef cpp.extents_t shape = a.t.shape()
+    cdef cpp.extents_t strides = a.t.strides()
+    return {
+        "data": <uintptr_t>dl.data,
+        "device": (<int>dl.device.device_type, dl.device.device_id),
+        "ndim": dl.ndim,
+        "dtype": (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes),
+        "shape": tuple([dl.shape[i] for i in range(dl.ndim)]),
+        "strides": tuple([dl.strides[i] for i in range(dl.ndim)]),
+        "byte_offset": dl.byte_offset,
+        "tensor_shape": tuple([shape[i] for i in range(shape.size())]),
+        "tensor_strides": tuple([strides[i] for i in range(strides.size())]),
+        "readonly": a.t.readonly(),
+        "use_count": a.t.use_count(),
+    }
+
+
+def grid(int64_t rows, int64_t cols):
+    """A new rows x cols float32 array (0, 1, 2, ... in C order), made and
+    filled in C++, returned as a dlbridge Array."""
+    cdef cpp.tensor t = grid_kernel(rows, cols)
+    return wrap(t)
+
+
+def bytes_view(bytes data):
+    """A read-only 1-D uint8 Array on the memory of `data`, without a copy.
+    The Array holds a reference to `data` until its memory is released."""
+    cdef int64_t n = len(data)
+    Py_INCREF(data)  # given back by cpp.release_object(data), exactly once
+    cdef cpp.tensor t = cpp.tensor.adopt(<void*><const char*>data, cpp.dtype(cpp.kDLUInt, 8, 1),
+                                         cpp.device(cpp.kDLCPU, 0), cpp.extents_t(&n, 1), cpp.extents_t(),
+                                         True, cpp.release_object, <void*>data)
+    return wrap(t)
+
+
+def cuda_vector_at_address(uintptr_t address, int64_t n, int32_t device_id=0):
+    """An Array on memory at `address` on CUDA device `device_id` (which
+    nothing here reads), made through a dlb::cuda view: labelled cuda, never
+    cpu."""
+    cdef cpp.tensor t = cpp.adopt_view(cuda_vector_at(address, n, device_id), count_release, NULL)
+    return wrap(t)
+
+
+def releases():
+    """How many times the release of cuda_vector_at_address arrays has run."""
+    return releases_c()

@@ -1,0 +1,178 @@
+"""C++ consumers of the installed package (docs/cpp-guide.md).
+
+The example in tests/downstream/cpp is built against the installed dlbridge,
+never the source tree: with Meson's dependency('dlbridge') found through the
+shipped pkg-config file, with a plain compiler command (flags from pkg-config
+or from `python -m dlbridge --cflags`), and, where clang >= 17 is installed,
+with `import dlbridge;` from a BMI of the shipped dlbridge.cppm (compiler
+commands, and Meson: tests/downstream/cpp/import). Each program must print
+expected_output.txt and must not link libpython. docs/cpp-guide.md quotes the
+output and both meson.build files; a test keeps them in step.
+"""
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import dlbridge
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "cpp"
+EXPECTED = (EXAMPLE / "expected_output.txt").read_text()
+CXX = os.environ.get("CXX", "c++")
+
+# A source tree (an editable install, or the build folder on PYTHONPATH) has no
+# headers beside the package: these tests need `pip install .` first. (An
+# installed wheel with headers but no dlbridge.pc fails, as it should.)
+pytestmark = pytest.mark.skipif(
+    not os.path.isdir(dlbridge.get_include()),
+    reason=f"dlbridge at {pathlib.Path(dlbridge.__file__).parent} is not an installed wheel "
+           f"(no {dlbridge.get_include()}); the C++ example builds against an installed dlbridge: pip install .")
+
+
+def run(cmd, **kwargs):
+    result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    assert result.returncode == 0, f"{shlex.join(map(str, cmd))}\n{result.stdout}{result.stderr}"
+    return result.stdout
+
+
+def pkg_config_env():
+    """The environment with dlbridge.get_pkgconfig_dir() first on PKG_CONFIG_PATH."""
+    env = dict(os.environ)
+    env["PKG_CONFIG_PATH"] = os.pathsep.join(
+        p for p in (dlbridge.get_pkgconfig_dir(), os.environ.get("PKG_CONFIG_PATH")) if p)
+    return env
+
+
+def pkg_config(*args):
+    return run(["pkg-config", *args, "dlbridge"], env=pkg_config_env()).strip()
+
+
+def include_dirs(flags):
+    return [os.path.realpath(flag[2:]) for flag in shlex.split(flags) if flag.startswith("-I")]
+
+
+def needed_libraries(program):
+    dynamic = run(["readelf", "-d", str(program)])
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+
+
+def check_program(program):
+    """The example prints what the guide says and needs no libpython."""
+    libraries = needed_libraries(program)
+    assert libraries, "readelf found no NEEDED entries"
+    assert not [lib for lib in libraries if lib.startswith("libpython")], libraries
+    assert run([str(program)]) == EXPECTED
+
+
+def test_get_pkgconfig_dir_holds_dlbridge_pc():
+    folder = pathlib.Path(dlbridge.get_pkgconfig_dir())
+    assert folder.is_dir()
+    assert (folder / "dlbridge.pc").is_file()
+    assert folder.parent.parent == pathlib.Path(dlbridge.__file__).parent  # dlbridge/lib/pkgconfig
+    assert "get_pkgconfig_dir" in dlbridge.__all__
+
+
+def test_pkg_config_describes_the_installed_headers():
+    assert pkg_config("--modversion") == dlbridge.__version__
+    cflags = pkg_config("--cflags")
+    # The headers only, and no -std: the standard (C++20 or newer) is the consumer's choice.
+    assert include_dirs(cflags) == [os.path.realpath(dlbridge.get_include())]
+    assert not re.search(r"(^|\s)-std=", cflags)
+    assert pkg_config("--libs") == ""  # header-only
+    assert pkg_config("--variable=cxx_std") == "c++20"
+    module = pathlib.Path(pkg_config("--variable=module_interface"))
+    assert module.is_file() and module.name == "dlbridge.cppm"
+    assert module.resolve() == (pathlib.Path(dlbridge.get_include()) / "dlbridge.cppm").resolve()
+    assert "export module dlbridge;" in module.read_text()
+
+
+def test_pkg_config_file_is_relocatable(tmp_path):
+    # A copy of the package's C++ files elsewhere is found there: every path
+    # in dlbridge.pc is relative to the file itself.
+    package = pathlib.Path(dlbridge.__file__).parent
+    for part in ("include", "lib"):
+        shutil.copytree(package / part, tmp_path / "moved" / part)
+    env = dict(os.environ, PKG_CONFIG_PATH=str(tmp_path / "moved" / "lib" / "pkgconfig"))
+    cflags = run(["pkg-config", "--cflags", "dlbridge"], env=env)
+    assert include_dirs(cflags) == [os.path.realpath(tmp_path / "moved" / "include")]
+
+
+def test_cli_prints_cflags_and_pkgconfigdir():
+    cflags = run([sys.executable, "-m", "dlbridge", "--cflags"])
+    assert cflags == f"-I{dlbridge.get_include()}\n"
+    assert include_dirs(cflags) == include_dirs(pkg_config("--cflags"))
+    assert run([sys.executable, "-m", "dlbridge", "--pkgconfigdir"]) == dlbridge.get_pkgconfig_dir() + "\n"
+
+
+def test_meson_dependency_through_pkg_config(tmp_path):
+    build = tmp_path / "build"
+    env = pkg_config_env()
+    setup = run(["meson", "setup", str(build), str(EXAMPLE)], env=env)
+    assert re.search(r"Run-time dependency dlbridge found: YES " + re.escape(dlbridge.__version__), setup), setup
+    run(["meson", "compile", "-C", str(build)], env=env)
+    check_program(build / "example")
+
+
+@pytest.mark.parametrize("flags_from", ["pkg-config", "python -m dlbridge --cflags"])
+def test_plain_compiler_command(tmp_path, flags_from):
+    if flags_from == "pkg-config":
+        flags = pkg_config("--cflags")
+    else:
+        flags = run([sys.executable, "-m", "dlbridge", "--cflags"])
+    program = tmp_path / "example"
+    run([CXX, "-std=c++20", *shlex.split(flags), str(EXAMPLE / "main.cpp"), "-o", str(program)])
+    check_program(program)
+
+
+def clang_with_modules():
+    """A clang++ that can build the dlbridge module (>= 17), or None."""
+    for name in (os.environ.get("CXX", ""), "clang++-19", "clang++-18", "clang++-17", "clang++"):
+        path = shutil.which(name) if name else None
+        if not path:
+            continue
+        version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+        m = re.search(r"clang version (\d+)", version)
+        if m and int(m.group(1)) >= 17:
+            return path
+    return None
+
+
+@pytest.mark.skipif(clang_with_modules() is None, reason="needs clang >= 17 (tests/run installs clang-19)")
+def test_import_dlbridge_with_compiler_commands(tmp_path):
+    # The guide's commands: a BMI and initializer object from the shipped
+    # dlbridge.cppm, then main.cpp with `import dlbridge;` instead of the include.
+    clang = clang_with_modules()
+    flags = ["-std=c++20", *shlex.split(pkg_config("--cflags"))]
+    bmi, initializer, program = tmp_path / "dlbridge.pcm", tmp_path / "dlbridge.o", tmp_path / "example"
+    run([clang, *flags, "-x", "c++-module", pkg_config("--variable=module_interface"),
+         f"-fmodule-output={bmi}", "-c", "-o", str(initializer)])
+    run([clang, *flags, "-DUSE_DLBRIDGE_MODULE", f"-fmodule-file=dlbridge={bmi}",
+         str(EXAMPLE / "main.cpp"), str(initializer), "-o", str(program)])
+    check_program(program)
+
+
+@pytest.mark.skipif(clang_with_modules() is None, reason="needs clang >= 17 (tests/run installs clang-19)")
+def test_import_dlbridge_with_meson(tmp_path):
+    # tests/downstream/cpp/import/meson.build: the BMI built by a custom_target.
+    build = tmp_path / "build"
+    env = dict(pkg_config_env(), CXX=clang_with_modules())
+    run(["meson", "setup", str(build), str(EXAMPLE / "import")], env=env)
+    run(["meson", "compile", "-C", str(build)], env=env)
+    check_program(build / "example")
+
+
+def test_cpp_guide_quotes_the_example():
+    # docs/cpp-guide.md quotes the example's output and meson.build: keep them in step.
+    guide = (EXAMPLE.parents[2] / "docs" / "cpp-guide.md").read_text()
+    for line in EXPECTED.splitlines():
+        assert line in guide, f"docs/cpp-guide.md does not quote the example's output line {line!r}"
+    for meson_build in (EXAMPLE / "meson.build", EXAMPLE / "import" / "meson.build"):
+        lines = meson_build.read_text().splitlines()
+        while lines and lines[0].startswith("#"):  # the guide explains what the header comment says
+            lines.pop(0)
+        assert "\n".join(lines).strip() in guide, f"docs/cpp-guide.md does not quote {meson_build}"

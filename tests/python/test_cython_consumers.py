@@ -1,0 +1,250 @@
+"""Cython consumers of the installed package (docs/cython-guide.md).
+
+tests/downstream/cython is a separate meson-python package that does
+`from dlbridge cimport Array, wrap, cpp`: checked typed views of Arrays,
+arrays made in C++ and wrapped as Arrays, and memory adopted through a
+dlb::cuda view. It is built with pip against the INSTALLED dlbridge (its
+shipped .pxd files and headers), and used from NumPy and PyTorch in a
+subprocess that has the build on sys.path.
+"""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import dlbridge
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "cython"
+PACKAGE = pathlib.Path(os.path.abspath(dlbridge.__file__)).parent
+
+GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython-guide.md"
+
+# A source tree (an editable install, or the build folder on PYTHONPATH) has
+# no headers beside the package: the example needs `pip install .` first.
+INSTALLED = os.path.isdir(dlbridge.get_include())
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    """pip-installs the example into a fresh folder; returns (target, build folder)."""
+    if not INSTALLED:
+        pytest.skip(f"dlbridge at {PACKAGE} is not an installed wheel (no {dlbridge.get_include()}); "
+                    f"the Cython example builds against an installed dlbridge: pip install .")
+    root = tmp_path_factory.mktemp("cython-example")
+    target, build = root / "target", root / "build"
+    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+           "--disable-pip-version-check", "--target", str(target),
+           f"--config-settings=build-dir={build}", str(EXAMPLE)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return target, build
+
+
+def run(example, code):
+    """Runs `code` in a fresh interpreter that has imported NumPy, PyTorch,
+    dlbridge and the example (as np, torch, dlbridge, ex); warnings are
+    errors there, once those imports are done."""
+    target, _ = example
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH")) if p)
+    prelude = ("import gc, warnings\nimport numpy as np\nimport torch\nimport dlbridge\nimport dlb_example as ex\n"
+               "warnings.simplefilter('error')\n"
+               f"assert dlbridge.__file__ == {dlbridge.__file__!r}, dlbridge.__file__\n")
+    result = subprocess.run([sys.executable, "-X", "faulthandler", "-c", prelude + textwrap.dedent(code)],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_builds_against_the_installed_package(example):
+    target, build = example
+    assert list(target.glob("dlb_example*.so")) or list(target.glob("dlb_example*.pyd"))
+    log = (build / "meson-logs" / "meson-log.txt").read_text()
+    assert f"Message: dlbridge headers: {dlbridge.get_include()}" in log
+    assert f"Message: dlbridge .pxd files: {PACKAGE}" in log
+    for pxd in ("__init__.pxd", "cpp.pxd", "_array.pxd", "_types.pxd", "_dlpack.pxd"):
+        assert (PACKAGE / pxd).is_file(), pxd
+
+
+def test_checked_view_reads_numpy_and_torch(example):
+    run(example, """
+        a = np.arange(12, dtype=np.float32).reshape(3, 4)
+        sums = ex.row_sums(a)
+        assert type(sums) is dlbridge.Array, type(sums)  # made in C++, wrapped as Array
+        assert (sums.shape, sums.dtype, sums.device) == ((3,), "float32", "cpu")
+        assert sums.tolist() == [6.0, 22.0, 38.0]
+        assert ex.row_sums(torch.arange(6, dtype=torch.float32).reshape(2, 3)).tolist() == [3.0, 12.0]
+        read_only = a.copy()
+        read_only.flags.writeable = False
+        assert ex.row_sums(read_only).tolist() == [6.0, 22.0, 38.0]  # the view type says dlb::ro
+        assert ex.row_sums(np.zeros((0, 5), np.float32)).shape == (0,)
+        assert ex.norms(np.array([[3.0, 4.0, 0.0], [1.0, 2.0, 2.0]])) == [5.0, 3.0]
+    """)
+
+
+# Each call, and the message of the BufferError it must raise ("invalid tensor: " + message).
+UNMET = [
+    ("ex.row_sums(np.zeros((2, 3)))", "dtype: expected float32, got float64"),
+    ("ex.row_sums(torch.zeros(2, 3, dtype=torch.int32))", "dtype: expected float32, got int32"),
+    ("ex.row_sums(np.zeros((2, 3, 4), np.float32))", "ndim: expected ndim 2, got 3"),
+    ("ex.row_sums(torch.zeros(3, dtype=torch.float32))", "ndim: expected ndim 2, got 1"),
+    ("ex.row_sums(np.zeros((2, 3), np.float32, order='F'))", "strides: expected C-contiguous strides, got strides (1, 2)"),
+    ("ex.row_sums(torch.zeros(3, 4).T)", "strides: expected C-contiguous strides, got strides (1, 4)"),
+    ("ex.row_sums(np.zeros((2, 6), np.float32)[:, ::2])", "strides: expected C-contiguous strides, got strides (6, 2)"),
+    ("ex.scale_(read_only, 2.0)", "flags: expected writable data, got read-only data"),
+    ("ex.scale_(np.zeros((2, 3), np.float16), 2.0)", "dtype: expected float32, got float16"),
+    ("ex.norms(np.zeros((2, 4)))", "shape: axis 1: expected extent 3, got 4"),
+    ("ex.norms(np.zeros((2, 3), np.float32))", "dtype: expected float64, got float32"),
+    ("ex.row_sums(ex.cuda_vector_at_address(0x10000, 6))", "device: expected device cpu, got cuda"),
+]
+
+
+def test_unmet_constraint_is_buffer_error_naming_it(example):
+    run(example, f"cases = {UNMET!r}\n" + textwrap.dedent("""
+        read_only = np.ones((2, 3), np.float32)
+        read_only.flags.writeable = False
+        failures = []
+        for call, message in cases:
+            try:
+                eval(call)
+            except BufferError as e:
+                if str(e) != "invalid tensor: " + message:
+                    failures.append(f"{call}: BufferError({str(e)!r}), expected {message!r}")
+            except Exception as e:
+                failures.append(f"{call}: {type(e).__name__}({str(e)!r}), expected BufferError")
+            else:
+                failures.append(f"{call}: no BufferError")
+        assert not failures, "\\n".join(failures)
+    """))
+
+
+def test_check_without_exceptions(example):
+    run(example, """
+        a = np.ones((2, 3), np.float32)
+        assert ex.explain(a) is None
+        assert ex.explain(a.T) == "strides: expected C-contiguous strides, got strides (1, 3)"
+        assert ex.explain([[1.0, 2.0]]) == "dtype: expected float32, got float64"
+        assert ex.explain_vector(np.zeros(4), 4) is None
+        assert ex.explain_vector(np.zeros(3), 4) == ("shape", 0, "shape: axis 0: expected extent 4, got 3")
+        read_only = np.zeros(4)
+        read_only.flags.writeable = False
+        assert ex.explain_vector(read_only, 4) == ("flags", -1, "flags: expected writable data, got read-only data")
+    """)
+
+
+def test_writes_through_to_numpy_and_torch(example):
+    run(example, """
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        shared = ex.scale_(a, 2.0)
+        assert a.tolist() == [[0, 2, 4], [6, 8, 10]]
+        assert shared.data_ptr == a.ctypes.data
+        t = torch.ones(4, 6)
+        ex.scale_(t[:, ::2].T, 3.0)  # strided: the in-place view accepts any strides
+        assert t[:, ::2].eq(3).all() and t[:, 1::2].eq(1).all()
+    """)
+
+
+def test_c_level_description(example):
+    run(example, """
+        a = np.arange(24, dtype=np.float32).reshape(4, 6)[1:, ::2].T
+        d = ex.describe(a)
+        arr = dlbridge.asarray(a)
+        assert d["data"] == arr.data_ptr == a.ctypes.data
+        assert d["device"] == (1, 0) and d["ndim"] == 2 and d["dtype"] == (2, 32, 1)
+        assert d["shape"] == d["tensor_shape"] == arr.shape == (3, 3)
+        assert d["strides"] == d["tensor_strides"] == arr.strides == (2, 6)
+        assert d["byte_offset"] == 0 and d["readonly"] is False
+    """)
+
+
+def test_array_made_in_cpp_is_zero_copy(example):
+    run(example, """
+        g = ex.grid(3, 4)
+        assert type(g) is dlbridge.Array and g.dtype == "float32" and g.shape == (3, 4)
+        assert g.__dlpack_device__() == (1, 0)
+        n = np.from_dlpack(g)
+        t = torch.from_dlpack(g)
+        assert n.ctypes.data == t.data_ptr() == g.data_ptr
+        assert n.tolist() == [[4.0 * i + j for j in range(4)] for i in range(3)]
+        n[2, 3] = -1.0
+        assert t[2, 3].item() == -1.0 and float(g[2, 3]) == -1.0
+        del g
+        gc.collect()
+        assert n[2, 3] == -1.0 and t.sum().item() == n.sum()  # the exports keep the memory alive
+        assert dlbridge.from_dlpack(t).data_ptr == n.ctypes.data
+        try:
+            ex.grid(-1, 2)
+        except ValueError as e:
+            assert "negative extent" in str(e), e
+        else:
+            raise AssertionError("no ValueError")
+    """)
+
+
+def test_memory_python_owns_stays_alive(example):
+    run(example, """
+        import sys
+        data = bytes(range(10)) * 3
+        refs = sys.getrefcount(data)
+        view = ex.bytes_view(data)
+        assert (view.dtype, view.shape, view.readonly) == ("uint8", (30,), True)
+        n = np.from_dlpack(view)
+        assert not n.flags.writeable and n.ctypes.data == view.data_ptr and n.tobytes() == data
+        assert sys.getrefcount(data) == refs + 1
+        del view
+        gc.collect()
+        assert sys.getrefcount(data) == refs + 1  # n still holds the memory
+        del n
+        gc.collect()
+        assert sys.getrefcount(data) == refs
+        try:
+            ex.scale_(ex.bytes_view(bytes(8)), 2.0)
+        except BufferError as e:
+            assert str(e) == "invalid tensor: dtype: expected float32, got uint8", e
+        else:
+            raise AssertionError("no BufferError")
+    """)
+
+
+def test_memory_wrapped_through_a_cuda_view_is_labelled_cuda(example):
+    run(example, """
+        c = ex.cuda_vector_at_address(0x10000, 8)
+        assert c.__dlpack_device__() == (2, 0)
+        assert c.device == "cuda:0" and str(c.device) == "cuda:0"
+        assert (c.shape, c.dtype, c.data_ptr) == ((8,), "float32", 0x10000)
+        assert ex.cuda_vector_at_address(0x10000, 8, 1).__dlpack_device__() == (2, 1)
+        assert ex.describe(c)["device"] == (2, 0)
+        # Nobody reads it as host memory: NumPy refuses the device, dlbridge too.
+        for read in (np.from_dlpack, np.asarray, lambda x: x.tolist(), memoryview):
+            try:
+                read(c)
+            except (BufferError, RuntimeError) as e:
+                assert "device" in str(e) or "cuda:0" in str(e), e
+            else:
+                raise AssertionError(f"{read} read CUDA memory")
+        # The release runs once, when the Array and its exports are gone.
+        gc.collect()
+        before = ex.releases()
+        capsule = c.__dlpack__(max_version=(1, 3))
+        del c
+        gc.collect()
+        assert ex.releases() == before
+        del capsule
+        gc.collect()
+        assert ex.releases() == before + 1
+    """)
+
+
+def test_guide_quotes_the_example_verbatim():
+    """Code blocks the guide marks "from tests/downstream/cython/<file>" are
+    taken from that file, so the guide shows the code this module runs."""
+    text = GUIDE.read_text()
+    blocks = re.findall(r"<!-- from (tests/downstream/cython/[\w.]+) -->\n```\w+\n(.*?)```", text, re.S)
+    assert len(blocks) >= 10, blocks
+    root = GUIDE.parents[1]
+    for name, block in blocks:
+        assert block in (root / name).read_text(), f"{name} no longer contains:\n{block}"
