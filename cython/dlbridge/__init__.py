@@ -7,8 +7,7 @@ array library.
 """
 import os as _os
 
-from dlbridge._array import Array, asarray, empty, from_dlpack, full, zeros
-from dlbridge._runtime import build_info
+from dlbridge._array import Array, asarray, build_info, empty, from_dlpack, full, zeros
 from dlbridge._types import Device, DeviceType, DType
 
 __version__ = build_info()["version"]

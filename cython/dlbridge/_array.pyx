@@ -1,6 +1,6 @@
 # cython: language_level=3
 """The Array type and the functions that make Arrays: from_dlpack, asarray,
-empty, zeros, full."""
+empty, zeros, full; and build_info()."""
 import operator
 import warnings
 
@@ -12,13 +12,21 @@ from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uint64_t, uint8_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
+from libcpp cimport bool as cbool
+from libcpp.string cimport string
 from libcpp.utility cimport move
 
 cimport dlbridge.cpp as cpp
+from dlbridge.cpp cimport raise_python_error
 from dlbridge._dlpack cimport call_dlpack, dlpack_device, export_capsule, import_capsule
 from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
 
 from dlbridge._types import DeviceType
+
+
+cdef extern from "dlbridge/devices.hpp" namespace "dlb::python":
+    cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error
+    void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
 
 
 # Copies of more bytes than this release the GIL.
@@ -832,9 +840,7 @@ cdef DType _common_dtype(list leaves):
 # Creation
 
 cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
-    if device is not None and as_device(device).value.type != cpp.kDLCPU:
-        raise ValueError(f"{name}: dlbridge creates arrays on cpu only in this build, "
-                         f"got device {as_device(device)}")
+    cdef cpp.device where = cpp.device(cpp.kDLCPU, 0) if device is None else as_device(device).value
     if isinstance(shape, int) or hasattr(shape, "__index__"):
         shape = (shape,)
     try:
@@ -854,7 +860,7 @@ cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
     if count >= 2**63 or nbytes >= 2**63:
         raise ValueError(f"{name}: shape {shape} of {dt.name} is too big: {nbytes} bytes do not fit in int64")
     try:
-        return cpp.tensor.empty(cpp.extents_t(dims, len(shape)), dt.value)
+        return empty_on(where, cpp.extents_t(dims, len(shape)), dt.value)
     except MemoryError:
         raise MemoryError(f"{name}: cannot allocate {nbytes} bytes for shape {shape} of {dt.name}") from None
 
@@ -868,6 +874,12 @@ def empty(shape, *, dtype=None, device=None):
 def zeros(shape, *, dtype=None, device=None):
     """A new C-contiguous array of zero bits (float64 by default)."""
     cdef cpp.tensor t = _allocate(shape, as_dtype("float64" if dtype is None else dtype), device, "zeros")
+    if t.get_device().type != cpp.kDLCPU:
+        # Zero bits, as on the CPU: for float8_e8m0fnu, which has no zero,
+        # that is its smallest value 2**-127 (so it is for ml_dtypes too).
+        fill_on_device(t, cpp.scalar.from_real(2.0**-127) if t.type().code == cpp.kDLFloat8_e8m0fnu
+                       else cpp.scalar.from_int(0))
+        return wrap(t)
     with nogil:
         memset(t.data(), 0, t.nbytes())
     return wrap(t)
@@ -877,20 +889,64 @@ def full(shape, fill_value, *, dtype=None, device=None):
     """A new C-contiguous array filled with ``fill_value``; the dtype defaults
     to that of the value (bool, int64, float64 or complex128)."""
     cdef DType dt = _dtype_of_value(fill_value) if dtype is None else as_dtype(dtype)
+    # Encode one element first: a bad value fails before any memory is asked for.
+    cdef uint64_t[2] element = [0, 0]
+    _store_python(dt.value, <void*>element, fill_value, 0)
+    cdef cpp.scalar value = _from_python(fill_value)
     cdef cpp.tensor t = _allocate(shape, dt, device, "full")
     cdef int64_t n = t.size(), i
     cdef char* base = <char*>t.data()
     cdef int64_t itemsize = dt.value.itemsize()
     if n == 0:
         return wrap(t)
-    if dt.value.is_subbyte():
-        memset(base, 0, t.nbytes())
-        for i in range(n):
-            _store_python(dt.value, base, fill_value, i)
+    if t.get_device().type != cpp.kDLCPU:
+        fill_on_device(t, value)
         return wrap(t)
-    _store_python(dt.value, base, fill_value, 0)
     with nogil:
-        for i in range(1, n):
-            memcpy(base + i * itemsize, base, itemsize)
+        if dt.value.is_subbyte():
+            memset(base, 0, t.nbytes())
+            for i in range(n):
+                cpp.store(dt.value, base, value, i)
+        else:
+            for i in range(n):
+                memcpy(base + i * itemsize, element, itemsize)
     return wrap(t)
 
+
+# ---------------------------------------------------------------------------
+# What this dlbridge was built with (here, beside the one module that links the
+# CUDA backend, so the process holds one copy of the static CUDA runtime)
+
+cdef extern from "dlbridge/build_info.hpp" namespace "dlb::python":
+    const char* compiler
+    const long cplusplus
+    const cbool have_cuda
+    int cuda_runtime_version()
+    int cuda_device_count()
+    string cuda_device_status() except +
+
+
+cdef extern from "dlbridge/version.hpp" namespace "dlb":
+    const char* version
+
+
+def build_info():
+    """A dict describing this build: ``version``, ``dlpack_version``,
+    ``compiler``, ``cpp_std``, ``cuda`` (backend compiled in),
+    ``cuda_version`` (None without it), ``gpu_count`` and ``cuda_status``
+    (why no GPU is usable, or "")."""
+    cuda_version = None
+    if have_cuda:
+        v = cuda_runtime_version()
+        cuda_version = f"{v // 1000}.{v % 1000 // 10}"
+    std = {202002: "c++20", 202302: "c++23"}.get(cplusplus, f"__cplusplus {cplusplus}")
+    return {
+        "version": version.decode(),
+        "dlpack_version": f"{cpp.dlpack_major_version}.{cpp.dlpack_minor_version}",
+        "compiler": compiler.decode(),
+        "cpp_std": std,
+        "cuda": bool(have_cuda),
+        "cuda_version": cuda_version,
+        "gpu_count": cuda_device_count(),
+        "cuda_status": cuda_device_status().decode(),
+    }

@@ -28,6 +28,7 @@ cdef extern from "dlbridge/dlpack.hpp" namespace "dlb" nogil:
         kDLBfloat
         kDLComplex
         kDLBool
+        kDLFloat8_e8m0fnu
 
     ctypedef struct DLDataType:
         uint8_t code

@@ -935,9 +935,9 @@ def test_too_many_dimensions_raise_value_error(make):
 
 @pytest.mark.parametrize("make", [dlbridge.empty, dlbridge.zeros,
                                   lambda shape, **kw: dlbridge.full(shape, 1.0, **kw)])
-@pytest.mark.parametrize("device", ["cuda", "cuda:1", "cuda_host", (2, 0), Device("rocm", 0)])
-def test_non_cpu_device_raises_value_error(make, device):
-    with pytest.raises(ValueError, match="cpu"):
+@pytest.mark.parametrize("device", [(4, 0), Device("rocm", 0), "vulkan"])
+def test_device_dlbridge_cannot_allocate_on_raises_value_error(make, device):
+    with pytest.raises(ValueError, match="dlbridge cannot allocate memory on"):
         make(3, device=device)
 
 
