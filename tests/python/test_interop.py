@@ -7,7 +7,7 @@ write seen on the other side), values, shape, strides (dlbridge counts
 ELEMENTS, NumPy counts bytes), dtype name and read-only state. Where a library
 refuses a dtype or layout, the test asserts the exception it raises.
 
-Reference: /work/shared/reference/dlpack.md, sections 3 (protocol),
+Reference: ../shared/reference/dlpack.md (beside the repo), sections 3 (protocol),
 5 (NumPy / PyTorch behaviour) and 6 (pitfalls).
 """
 import ctypes
