@@ -1,76 +1,78 @@
 """Per-call cost of DLPack exchanges, as ratios against a peer doing the same work.
 
-Method (docs/performance.md): both sides run in this process on the same
-input, interleaved in random order over many short samples; each side's
-minimum is kept and the ratio of minima is reported. Lower is better for
-dlbridge; a ratio of 1.0 is parity.
+Method (docs/performance.md, benchmarks/_harness.py): both sides run in this
+process on the same input, a 4x4 float32 array, interleaved in random order
+over many short samples (about 2 ms each); each side's minimum is kept and the
+ratio of minima is reported. Lower is better for dlbridge; 1.0 is parity.
 
-    python benchmarks/exchange.py            # full run
-    python benchmarks/exchange.py --quick    # smoke pass (CI): a few samples, no verdicts
+    python benchmarks/exchange.py            # these rows only (run.py runs everything)
+    python benchmarks/exchange.py --quick    # smoke pass (CI): a few samples
 """
 from __future__ import annotations
 
 import argparse
-import random
 import sys
-import time
-from typing import Callable
 
 import numpy as np
 
 import dlbridge
+from _harness import Row, compare, loop, ns, table
 
-
-def per_call_ns(fn: Callable[[], object], loops: int) -> float:
-    start = time.perf_counter_ns()
-    for _ in range(loops):
-        fn()
-    return (time.perf_counter_ns() - start) / loops
-
-
-def ratio(ours: Callable[[], object], peer: Callable[[], object], samples: int, loops: int) -> tuple[float, float]:
-    """Minimum per-call time of each side over interleaved samples."""
-    best = {"ours": float("inf"), "peer": float("inf")}
-    sides = [("ours", ours), ("peer", peer)]
-    for fn in (ours, peer):  # warm up
-        per_call_ns(fn, loops)
-    for _ in range(samples):
-        random.shuffle(sides)
-        for name, fn in sides:
-            best[name] = min(best[name], per_call_ns(fn, loops))
-    return best["ours"], best["peer"]
+# (name, (ours statement, names), (peer statement, names), goal); names are
+# filled in by cases() from the inputs.
+CASES = [
+    ("dlbridge.from_dlpack(np_arr) / np.from_dlpack(np_arr)", "f(x)", "f(x)", 0.7),
+    ("np.from_dlpack(dlb_arr) / np.from_dlpack(np_arr)", "f(x)", "f(x)", 1.0),
+    ("dlb_arr.__dlpack__() / np_arr.__dlpack__()", "x.__dlpack__()", "x.__dlpack__()", 1.0),
+    ("torch.from_dlpack(dlb_arr) / torch.from_dlpack(np_arr)", "f(x)", "f(x)", 1.0),
+    ("dlbridge.from_dlpack(torch_t) / torch.from_dlpack(torch_t)", "f(x)", "f(x)", 0.5),
+]
 
 
 def cases():
+    """(name, ours loop, peer loop, goal) for each case; loops are None without torch."""
     a = np.ones((4, 4), dtype=np.float32)
     d = dlbridge.from_dlpack(a)
-    yield ("dlbridge.from_dlpack(np_arr) / np.from_dlpack(np_arr)",
-           lambda: dlbridge.from_dlpack(a), lambda: np.from_dlpack(a))
-    yield ("np.from_dlpack(dlb_arr) / np.from_dlpack(np_arr)",
-           lambda: np.from_dlpack(d), lambda: np.from_dlpack(a))
-    yield ("dlb_arr.__dlpack__() / np_arr.__dlpack__()",
-           lambda: d.__dlpack__(), lambda: a.__dlpack__())
     try:
         import torch
     except ImportError:
-        return
-    t = torch.ones((4, 4))
-    yield ("torch.from_dlpack(dlb_arr) / torch.from_dlpack(np_arr)",
-           lambda: torch.from_dlpack(d), lambda: torch.from_dlpack(a))
-    yield ("dlbridge.from_dlpack(torch_t) / torch.from_dlpack(torch_t)",
-           lambda: dlbridge.from_dlpack(t), lambda: torch.from_dlpack(t))
+        torch = None
+    t = torch.ones((4, 4)) if torch else None
+    sides = [
+        (dict(f=dlbridge.from_dlpack, x=a), dict(f=np.from_dlpack, x=a)),
+        (dict(f=np.from_dlpack, x=d), dict(f=np.from_dlpack, x=a)),
+        (dict(x=d), dict(x=a)),
+        (torch and dict(f=torch.from_dlpack, x=d), torch and dict(f=torch.from_dlpack, x=a)),
+        (torch and dict(f=dlbridge.from_dlpack, x=t), torch and dict(f=torch.from_dlpack, x=t)),
+    ]
+    for (name, ours_stmt, peer_stmt, goal), (ours, peer) in zip(CASES, sides):
+        if ours is None:
+            yield name, None, None, goal
+        else:
+            yield name, loop(ours_stmt, **ours), loop(peer_stmt, **peer), goal
+
+
+def rows(quick: bool = False) -> list[Row]:
+    samples, sample_ns = (15, 1e6) if quick else (300, 2e6)
+    out = []
+    for name, ours, peer, goal in cases():
+        if ours is None:
+            out.append(Row("exchange", name, "-", "-", None, "<=", goal, note="torch is not installed"))
+            continue
+        r = compare({"ours": ours, "peer": peer}, sample_ns=sample_ns, samples=samples)
+        o, p = r["ours"], r["peer"]
+        out.append(Row("exchange", name, ns(o.min_ns), ns(p.min_ns), o.min_ns / p.min_ns, "<=", goal,
+                       note=f"medians {ns(o.median_ns)} / {ns(p.median_ns)}, "
+                            f"{o.samples} samples x {o.loops} calls"))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke pass: few samples")
     args = parser.parse_args(argv)
-    samples, loops = (3, 200) if args.quick else (200, 2000)
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dlbridge {dlbridge.__version__}")
-    print(f"{'case':62} {'ours ns':>9} {'peer ns':>9} {'ratio':>6}")
-    for name, ours, peer in cases():
-        o, p = ratio(ours, peer, samples, loops)
-        print(f"{name:62} {o:9.1f} {p:9.1f} {o / p:6.2f}")
+    print(table(rows(args.quick)))
     return 0
 
 

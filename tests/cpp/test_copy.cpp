@@ -19,22 +19,25 @@ using vec = std::vector<std::int64_t>;
 using bytes = std::vector<unsigned char>;
 
 // A buffer big enough for a strided layout, with the pointer to its first
-// element placed so that negative strides stay inside it. Filled with a
-// pattern so that copies of the wrong byte show.
+// element placed so that negative strides stay inside it, `misalign` bytes
+// past an aligned address. Filled with a pattern that does not repeat for a
+// long way, so that copies of the wrong byte show.
 struct strided_buffer {
   bytes storage;
   std::int64_t origin = 0;  // byte offset of the first element
   vec strides;
 
-  strided_buffer(const vec& shape, vec s, std::size_t itemsize, unsigned char seed) : strides(std::move(s)) {
+  strided_buffer(const vec& shape, vec s, std::size_t itemsize, unsigned char seed, std::int64_t misalign = 0)
+      : strides(std::move(s)) {
     std::int64_t lo = 0, hi = std::int64_t(itemsize);
     for (std::size_t i = 0; i < shape.size(); ++i) {
       const std::int64_t reach = (shape[i] - 1) * strides[i] * std::int64_t(itemsize);
       (reach < 0 ? lo : hi) += reach;
     }
-    origin = -lo;
-    storage.resize(std::size_t(hi - lo) + 16);
-    for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<unsigned char>(seed + i * 7 + (i >> 8));
+    origin = -lo + misalign;
+    storage.resize(std::size_t(hi - lo + misalign) + 16);
+    for (std::size_t i = 0; i < storage.size(); ++i)
+      storage[i] = static_cast<unsigned char>(((i + seed) * 2654435761u) >> 13);
   }
   unsigned char* first() { return storage.data() + origin; }
 };
@@ -71,11 +74,20 @@ void reference_copy(const vec& shape, std::size_t itemsize, const unsigned char*
 
 // Copies with copy_strided and with the reference into two identical
 // destination buffers and compares every byte, the untouched ones included.
-void check_copy(const vec& shape, std::size_t itemsize, const vec& src_strides, const vec& dst_strides) {
-  const dlb::dtype type = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128}
-                                         : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
-  strided_buffer src(shape, src_strides, itemsize, 1);
-  strided_buffer got(shape, dst_strides, itemsize, 200);
+// A dtype of `itemsize` bytes: unsigned integers up to 8 bytes, complex128,
+// else float32 with lanes (12 bytes: 3 lanes), which the engine moves as bytes.
+dlb::dtype dtype_of_size(std::size_t itemsize) {
+  if (itemsize == 16) return dlb::dtype{dlb::kDLComplex, 128};
+  if (itemsize <= 8) return dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+  return dlb::dtype{dlb::kDLFloat, 32, std::uint16_t(itemsize / 4)};
+}
+
+void check_copy(const vec& shape, std::size_t itemsize, const vec& src_strides, const vec& dst_strides,
+                std::int64_t src_misalign = 0, std::int64_t dst_misalign = 0) {
+  const dlb::dtype type = dtype_of_size(itemsize);
+  REQUIRE(type.itemsize() == itemsize);
+  strided_buffer src(shape, src_strides, itemsize, 1, src_misalign);
+  strided_buffer got(shape, dst_strides, itemsize, 200, dst_misalign);
   strided_buffer want = got;
   dlb::copy_strided(shape, type, src.first(), src_strides, got.first(), dst_strides);
   reference_copy(shape, itemsize, src.first(), src_strides, want.first(), dst_strides);
@@ -158,6 +170,88 @@ TEST_CASE("copy: random layouts against the reference loop") {
       if (rng() % 3 == 0) v = -v;  // destinations never broadcast
     const std::size_t itemsizes[] = {1, 2, 4, 8, 16};
     check_copy(shape, itemsizes[rng() % 5], src_strides, dst_strides);
+  }
+}
+
+// The tiled path: a transpose or permutation of arrays at least 8 elements
+// wide both ways, in tiles of up to 32 x 32 elements (fewer for wide
+// elements), with 16-byte vector blocks for 4- and 8-byte elements; extents
+// that are not multiples of the tile or the block leave remainders.
+TEST_CASE("copy: tiled 2-d transposes of every element size, remainders included") {
+  const vec shapes[] = {{8, 8}, {37, 45}, {45, 37}, {64, 33}, {100, 70}, {9, 300}, {300, 9}, {130, 8}, {8, 130}};
+  for (std::size_t itemsize : {1, 2, 3, 4, 8, 12, 16}) {
+    for (const auto& shape : shapes) {
+      CAPTURE(itemsize);
+      CAPTURE(shape[0]);
+      CAPTURE(shape[1]);
+      const vec c = c_strides_of(shape), f{1, shape[0]};
+      check_copy(shape, itemsize, f, c);                                // F order -> C order
+      check_copy(shape, itemsize, c, f);                                // C order -> F order
+      check_copy(shape, itemsize, {-1, shape[0]}, c);                   // transposed, one axis reversed
+      check_copy(shape, itemsize, {1, -shape[0]}, c);                   // the other axis reversed
+      check_copy(shape, itemsize, f, {-shape[1], 1});                   // reversed destination rows
+      check_copy(shape, itemsize, f, {-shape[1], -1});                  // reversed destination
+      check_copy(shape, itemsize, {2, 2 * shape[0] + 3}, c);            // gaps in the source
+      check_copy(shape, itemsize, f, {shape[1] + 5, 1});                // gaps between destination rows
+      check_copy(shape, itemsize, {1, shape[0] + 1}, {2, 2 * shape[0]});  // gaps on both sides
+      check_copy(shape, itemsize, f, c, 1, 3);                          // unaligned addresses
+      check_copy(shape, itemsize, f, c, std::int64_t(itemsize) / 2, 0);
+    }
+  }
+}
+
+TEST_CASE("copy: random permutations of larger arrays against the reference loop") {
+  std::mt19937 rng(7);
+  const std::size_t itemsizes[] = {1, 2, 3, 4, 8, 12, 16};
+  const std::int64_t largest[] = {0, 0, 300, 45, 15};  // by ndim: up to ~100k elements
+  for (int trial = 0; trial < 150; ++trial) {
+    CAPTURE(trial);
+    const std::size_t ndim = 2 + rng() % 3;
+    vec shape(ndim);
+    for (auto& e : shape) e = 1 + std::int64_t(rng() % std::uint64_t(largest[ndim]));
+    auto random_strides = [&](bool broadcast) {
+      vec order(ndim);
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+      vec s(ndim);
+      std::int64_t step = 1 + std::int64_t(rng() % 3 == 0);
+      for (auto axis : order) {
+        s[std::size_t(axis)] = step;
+        step *= shape[std::size_t(axis)] + std::int64_t(rng() % 4 == 0);
+      }
+      for (auto& v : s) {
+        if (rng() % 4 == 0) v = -v;
+        if (broadcast && rng() % 8 == 0) v = 0;
+      }
+      return s;
+    };
+    const vec src_strides = random_strides(true), dst_strides = random_strides(false);
+    const std::size_t itemsize = itemsizes[rng() % 7];
+    CAPTURE(itemsize);
+    check_copy(shape, itemsize, src_strides, dst_strides, std::int64_t(rng() % 4), std::int64_t(rng() % 4));
+  }
+}
+
+TEST_CASE("copy: the common permutations of 3-d and 4-d arrays") {
+  const vec shape3{10, 33, 40}, shape4{3, 17, 20, 9};
+  const std::vector<vec> perms3{{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  const std::vector<vec> perms4{{0, 2, 3, 1}, {0, 3, 1, 2}, {3, 2, 1, 0}, {2, 3, 0, 1}, {1, 0, 3, 2}};
+  for (std::size_t itemsize : {1, 4, 8, 16}) {
+    for (const auto& [shape, perms] : {std::pair{shape3, perms3}, std::pair{shape4, perms4}}) {
+      const vec c = c_strides_of(shape);
+      for (const auto& perm : perms) {
+        // The view a.transpose(perm) of a C-contiguous a, copied to C order.
+        vec view_shape(perm.size()), view_strides(perm.size());
+        for (std::size_t i = 0; i < perm.size(); ++i) {
+          view_shape[i] = shape[std::size_t(perm[i])];
+          view_strides[i] = c[std::size_t(perm[i])];
+        }
+        CAPTURE(itemsize);
+        CAPTURE(perm.size());
+        CAPTURE(perm[0]);
+        check_copy(view_shape, itemsize, view_strides, c_strides_of(view_shape));
+      }
+    }
   }
 }
 
@@ -372,6 +466,24 @@ TEST_CASE("astype: empty, 0-d and sub-byte tensors") {
   const auto* r = static_cast<const float*>(back.data());
   const float want[] = {0.5f, -1.0f, 6.0f, 2.0f, 0.0f};
   for (int i = 0; i < 5; ++i) CHECK(r[i] == want[i]);
+}
+
+TEST_CASE("copy: large transposed tensors, wide and tall") {
+  // Over 4 MiB (astype asks for huge pages), many tiles, both tile orders
+  // (the last is tall and narrow: tiles go across).
+  for (const auto& shape : {vec{1100, 1024}, vec{4100, 300}, vec{300, 4100}, vec{100, 11000}}) {
+    auto t = dlb::tensor::empty(shape, dlb::dtype{dlb::kDLFloat, 32});
+    auto* p = static_cast<float*>(t.data());
+    const std::int64_t rows = shape[0], cols = shape[1];
+    for (std::int64_t i = 0; i < rows * cols; ++i) p[i] = float(i);
+    const auto view = t.restrided(t.data(), vec{cols, rows}, vec{1, cols});
+    const auto out = dlb::copy(view);
+    const auto* q = static_cast<const float*>(out.data());
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < cols; ++i)
+      for (std::int64_t j = 0; j < rows; ++j) wrong += q[i * rows + j] != p[j * cols + i];
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("astype: refuses memory the CPU cannot read") {

@@ -1,0 +1,123 @@
+"""CPU copies: dlbridge's copy engine against NumPy, as bandwidth ratios.
+
+For float32 and float64 at 2 MiB (in cache) and 128 MiB (DRAM):
+
+- contiguous copy: ``dlb_arr.copy()`` against ``np.copyto(dst, src)`` into a
+  preallocated destination (the issue's peer), and, for information, against
+  ``np_arr.copy()``, which like ours allocates its result;
+- 2-D transpose into C order: ``dlb_arr.T.copy()`` against our contiguous
+  copy of the same array and against ``np.ascontiguousarray(np_arr.T)``;
+- N-d permutations, ``dlb_arr.transpose(p).copy()`` against
+  ``np.ascontiguousarray(np_arr.transpose(p))``: a 3-d reversal (2, 1, 0) and
+  the 4-d NCHW -> NHWC permute (0, 2, 3, 1).
+
+dlb_arr is dlbridge's zero-copy view of np_arr: both sides read the same
+memory. Every copy moves the same number of bytes, so a bandwidth ratio is
+the inverse time ratio (peer time / our time); higher is better for
+dlbridge. Bandwidth is bytes copied per second (not read + written). Method
+as in benchmarks/_harness.py: minimum against minimum, sides interleaved in
+random order; 128 MiB samples are single calls, and few.
+
+    python benchmarks/copies.py [--quick]    # these rows only
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+
+import numpy as np
+
+import dlbridge
+from _harness import Row, compare, gbps, loop, table
+
+MIB = 1 << 20
+SIZES = (2 * MIB, 128 * MIB)
+DTYPES = ("float32", "float64")
+PERMUTATIONS = ((2, 1, 0), (0, 2, 3, 1))
+
+
+def shape_for(nbytes: int, itemsize: int, ndim: int) -> tuple[int, ...]:
+    """A power-of-two shape of `ndim` axes holding nbytes, extents as equal as can be."""
+    exponent = (nbytes // itemsize).bit_length() - 1
+    assert 1 << exponent == nbytes // itemsize
+    parts = [exponent // ndim + (1 if i < exponent % ndim else 0) for i in range(ndim)]
+    return tuple(1 << p for p in sorted(parts))
+
+
+def label(nbytes: int, dtype: str) -> str:
+    return f"{dtype.replace('float', 'f')} {nbytes // MIB} MiB"
+
+
+def _settings(nbytes: int, quick: bool) -> dict:
+    if nbytes <= 8 * MIB:
+        return dict(sample_ns=4e6, samples=15 if quick else 150, min_samples=5,
+                    budget_s=0.3 if quick else 2.0)
+    return dict(sample_ns=1.0, samples=2 if quick else 5, min_samples=2 if quick else 3,
+                budget_s=1.0 if quick else 6.0)
+
+
+def _bandwidth_row(name, nbytes, ours, peer, goal, settings, *, shape, op=">=", what=("ours", "peer")):
+    r = compare({"ours": ours, "peer": peer}, **settings)
+    o, p = r["ours"], r["peer"]
+    return Row("copies", name, gbps(nbytes, o.min_ns), gbps(nbytes, p.min_ns), p.min_ns / o.min_ns, op, goal,
+               note=f"shape {shape}: {what[0]} {o.min_ns / 1e6:.3f} ms, {what[1]} {p.min_ns / 1e6:.3f} ms "
+                    f"(medians {o.median_ns / 1e6:.3f} / {p.median_ns / 1e6:.3f}), "
+                    f"{o.samples} samples x {o.loops} calls")
+
+
+def rows(quick: bool = False) -> list[Row]:
+    out = []
+    for nbytes in SIZES:
+        for dtype in DTYPES:
+            item = np.dtype(dtype).itemsize
+            settings = _settings(nbytes, quick)
+            tag = label(nbytes, dtype)
+
+            # Contiguous.
+            a = np.random.default_rng(0).random(nbytes // item).astype(dtype)
+            d = dlbridge.from_dlpack(a)
+            dst = np.empty_like(a)
+            dst[...] = 0
+            ours = loop("x.copy()", x=d)
+            out.append(_bandwidth_row(f"copy {tag}: d.copy() vs np.copyto(dst, a)", nbytes, ours,
+                                      loop("f(y, x)", f=np.copyto, x=a, y=dst), 0.95, settings, shape=a.shape))
+            out.append(_bandwidth_row(f"copy {tag}: d.copy() vs a.copy()", nbytes, ours, loop("x.copy()", x=a),
+                                      None, settings, shape=a.shape, op=None))
+            del a, d, dst, ours
+
+            # 2-D transpose into C order.
+            a = np.random.default_rng(1).random(shape_for(nbytes, item, 2)).astype(dtype)
+            d = dlbridge.from_dlpack(a)
+            ours = loop("x.T.copy()", x=d)
+            out.append(_bandwidth_row(f"2-d T {tag}: d.T.copy() vs d.copy()", nbytes, ours, loop("x.copy()", x=d),
+                                      0.5, settings, shape=a.shape, what=("transpose", "contiguous")))
+            out.append(_bandwidth_row(f"2-d T {tag}: d.T.copy() vs np.ascontiguousarray(a.T)", nbytes, ours,
+                                      loop("f(x.T)", f=np.ascontiguousarray, x=a), 2.0, settings, shape=a.shape))
+            del a, d, ours
+
+            # N-d permutations.
+            for perm in PERMUTATIONS:
+                a = np.random.default_rng(2).random(shape_for(nbytes, item, len(perm))).astype(dtype)
+                d = dlbridge.from_dlpack(a)
+                out.append(_bandwidth_row(
+                    f"{len(perm)}-d {tag}: d.transpose{perm}.copy() vs np.ascontiguousarray(a.transpose{perm})",
+                    nbytes, loop("x.transpose(p).copy()", x=d, p=perm),
+                    loop("f(x.transpose(p))", f=np.ascontiguousarray, x=a, p=perm), 1.0, settings,
+                    shape=a.shape))
+                del a, d
+            gc.collect()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke pass: few samples")
+    args = parser.parse_args(argv)
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dlbridge {dlbridge.__version__}")
+    print(table(rows(args.quick)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
