@@ -146,3 +146,21 @@ def ns(t: float) -> str:
 
 def gbps(nbytes: int, t_ns: float) -> str:
     return f"{nbytes / t_ns:.2f} GB/s"
+
+
+def main(doc: str, rows_fn, argv: list[str] | None = None) -> int:
+    """The command line of one benchmark script: its table, full or --quick."""
+    import argparse
+    import sys
+
+    import numpy as np
+
+    import dlbridge
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke pass: few samples")
+    args = parser.parse_args(argv)
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dlbridge {dlbridge.__version__}")
+    print(table(rows_fn(args.quick)))
+    return 0
+

@@ -30,7 +30,6 @@ the view's own cost.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import pathlib
@@ -40,7 +39,8 @@ import sys
 import numpy as np
 
 import dlbridge
-from _harness import Row, compare, loop, ns, table
+import _harness
+from _harness import Row, compare, loop, ns
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "downstream" / "cython"
@@ -105,12 +105,7 @@ def rows(quick: bool = False) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke pass: few samples")
-    args = parser.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dlbridge {dlbridge.__version__}")
-    print(table(rows(args.quick)))
-    return 0
+    return _harness.main(__doc__, rows, argv)
 
 
 if __name__ == "__main__":

@@ -22,14 +22,14 @@ random order; 128 MiB samples are single calls, and few.
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
 
 import numpy as np
 
 import dlbridge
-from _harness import Row, compare, gbps, loop, table
+import _harness
+from _harness import Row, compare, gbps, loop
 
 MIB = 1 << 20
 SIZES = (2 * MIB, 128 * MIB)
@@ -111,12 +111,7 @@ def rows(quick: bool = False) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke pass: few samples")
-    args = parser.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dlbridge {dlbridge.__version__}")
-    print(table(rows(args.quick)))
-    return 0
+    return _harness.main(__doc__, rows, argv)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,13 @@ ratio of minima is reported. Lower is better for dlbridge; 1.0 is parity.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 
 import dlbridge
-from _harness import Row, compare, loop, ns, table
+import _harness
+from _harness import Row, compare, loop, ns
 
 # (name, (ours statement, names), (peer statement, names), goal); names are
 # filled in by cases() from the inputs.
@@ -68,12 +68,7 @@ def rows(quick: bool = False) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke pass: few samples")
-    args = parser.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dlbridge {dlbridge.__version__}")
-    print(table(rows(args.quick)))
-    return 0
+    return _harness.main(__doc__, rows, argv)
 
 
 if __name__ == "__main__":

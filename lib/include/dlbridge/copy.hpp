@@ -26,10 +26,6 @@
 #include <stdexcept>
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
 #include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
@@ -348,22 +344,6 @@ void copy_plan_of(copy_plan p, std::byte* dst, const std::byte* src) {
   });
 }
 
-// New memory is mapped in on first write, one page fault per 4 KiB page: a
-// 128 MiB copy into a new array spends more time in faults than copying.
-// Transparent huge pages (which Linux leaves to madvise by default) take 512
-// times fewer faults; NumPy asks for them for its arrays of 4 MiB and more.
-inline void advise_huge_pages(void* data, std::size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (bytes < (std::size_t(4) << 20)) return;
-  const auto page = std::uintptr_t(sysconf(_SC_PAGESIZE));
-  const auto start = reinterpret_cast<std::uintptr_t>(data);
-  const auto first = (start + page - 1) / page * page;  // madvise needs a page boundary
-  (void)madvise(reinterpret_cast<void*>(first), start + bytes - first, MADV_HUGEPAGE);  // advice: failures are harmless
-#else
-  (void)data;
-  (void)bytes;
-#endif
-}
 }  // namespace detail
 
 // Copies the elements of `shape` from src to dst, which must not overlap.
@@ -421,7 +401,6 @@ inline void cast_strided(extents_t shape, dtype from, const void* src, extents_t
   if (!src.device().is_host_accessible())
     throw std::invalid_argument("copying on the CPU needs host-accessible memory");
   tensor out = tensor::empty(src.shape(), to);
-  detail::advise_huge_pages(out.data(), out.nbytes());
   if (to == src.type())
     copy_strided(src.shape(), to, src.data(), src.strides(), out.data(), out.strides());
   else
