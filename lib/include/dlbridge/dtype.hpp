@@ -31,8 +31,10 @@ struct dtype {
     return is_subbyte() ? 1 : std::size_t(bits) * lanes / 8;
   }
   // Bytes that `count` contiguous elements occupy (packed for sub-byte types).
+  // Packed sizes never form count * bits, which passes 64 bits before the bytes do.
   [[nodiscard]] constexpr std::uint64_t storage_bytes(std::uint64_t count) const {
-    return is_subbyte() ? (count * bits * lanes + 7) / 8 : count * itemsize();
+    const std::uint64_t width = std::uint64_t(bits) * lanes;
+    return is_subbyte() ? count / 8 * width + (count % 8 * width + 7) / 8 : count * itemsize();
   }
 };
 

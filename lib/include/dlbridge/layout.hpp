@@ -72,7 +72,20 @@ using extents_t = std::span<const std::int64_t>;
   return true;
 }
 
-// Writes row-major strides for `shape`. The element count must not overflow.
+// Product of the extents with empty axes counted as 1, which c_strides()
+// reaches; nullopt if it overflows int64. Extents must be >= 0.
+[[nodiscard]] constexpr std::optional<std::int64_t> stride_volume(extents_t shape) {
+  std::int64_t n = 1;
+  for (auto e : shape) {
+    auto next = checked_mul(n, std::max<std::int64_t>(e, 1));
+    if (!next) return std::nullopt;
+    n = *next;
+  }
+  return n;
+}
+
+// Writes row-major strides for `shape`. stride_volume(shape) must not
+// overflow: an empty axis leaves the count at 0, not the strides.
 constexpr void c_strides(extents_t shape, std::span<std::int64_t> out) {
   std::int64_t s = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
@@ -96,11 +109,8 @@ struct byte_extent {
   const auto count = element_count(shape);
   if (!count) return std::nullopt;
   if (*count == 0) return byte_extent{};
-  if (t.is_subbyte()) {
-    const auto bytes = checked_mul(*count, t.bits * t.lanes);
-    if (!bytes) return std::nullopt;
-    return byte_extent{0, (*bytes + 7) / 8};
-  }
+  // Fewer bytes than elements: no overflow.
+  if (t.is_subbyte()) return byte_extent{0, std::int64_t(t.storage_bytes(std::uint64_t(*count)))};
   const auto itemsize = static_cast<std::int64_t>(t.itemsize());
   byte_extent span{0, itemsize};
   for (std::size_t i = 0; i < shape.size(); ++i) {

@@ -49,6 +49,12 @@ inline std::string describe(dtype t) {
   return "(code " + std::to_string(t.code) + ", bits " + std::to_string(t.bits) + ", lanes " +
          std::to_string(t.lanes) + ")";
 }
+
+inline std::string describe(extents_t extents) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < extents.size(); ++i) s += (i ? ", " : "") + std::to_string(extents[i]);
+  return s + (extents.size() == 1 ? ",)" : ")");
+}
 }  // namespace detail
 
 [[nodiscard]] inline std::optional<import_error> validate_version(DLPackVersion v) {
@@ -90,6 +96,17 @@ inline std::string describe(dtype t) {
   const auto count = element_count(shape);
   if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
     return import_error{"shape", -1, "a byte size that fits in int64", "an overflowing element count"};
+  // Empty tensors get C-order strides too (NULL strides, every export): like
+  // NumPy and PyTorch, refuse shapes whose strides would overflow.
+  const auto volume = stride_volume(shape);
+  if (!volume || !checked_mul(*volume, std::int64_t(type.itemsize())))
+    return import_error{"shape", -1, "C-order strides that fit in int64 (empty axes counted as extent 1)",
+                        "extents " + detail::describe(shape)};
+  // Checked for empty tensors too, since the tensor still keeps data + byte_offset.
+  const auto base = reinterpret_cast<std::uintptr_t>(t.data);
+  if (t.byte_offset > UINTPTR_MAX - base)
+    return import_error{"byte_offset", -1, "an address inside the address space",
+                        "byte_offset " + to_string(t.byte_offset)};
   if (*count == 0) return std::nullopt;  // no element is ever read: data and strides are free
   if (t.data == nullptr) return import_error{"data", -1, "a pointer for a non-empty tensor", "NULL"};
 
@@ -104,10 +121,6 @@ inline std::string describe(dtype t) {
     span = byte_span(shape, strides, type);
     if (!span) return import_error{"strides", -1, "byte offsets that fit in int64", "an overflowing stride"};
   }
-  const auto base = reinterpret_cast<std::uintptr_t>(t.data);
-  if (t.byte_offset > UINTPTR_MAX - base)
-    return import_error{"byte_offset", -1, "an address inside the address space",
-                        "byte_offset " + to_string(t.byte_offset)};
   const std::uintptr_t first = base + t.byte_offset;
   // -lo computed in unsigned arithmetic: lo may be INT64_MIN.
   if (first < std::uintptr_t(0) - std::uintptr_t(span->lo) || UINTPTR_MAX - first < std::uintptr_t(span->hi))
@@ -134,14 +147,6 @@ struct requirements {
   DLDeviceType device_type = kDLCPU;
   bool writable = false;
 };
-
-namespace detail {
-inline std::string describe(extents_t strides) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < strides.size(); ++i) s += (i ? ", " : "") + std::to_string(strides[i]);
-  return s + (strides.size() == 1 ? ",)" : ")");
-}
-}  // namespace detail
 
 // The one check at every boundary: validate(t), then each demand of `r` in
 // turn. Returns the first failure, naming the constraint, the axis, what was
