@@ -149,6 +149,12 @@ TEST_CASE("tensor: empty() refuses impossible shapes") {
   CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 61}, f64), std::length_error);
   CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 60}, dlb::dtype{dlb::kDLComplex, 128}),
                   std::length_error);
+  // Empty, but its C-order strides would wrap: 3 * (2**62 + 1) passes int64,
+  // and so do the bytes of the largest stride that fits in elements.
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{0, 3, (std::int64_t(1) << 62) + 1}, f32), std::length_error);
+  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{0, 7, 1317624576693539401}, f64), std::length_error);
+  const auto widest = dlb::tensor::empty(vec{0, 7, 1317624576693539401}, dlb::dtype{dlb::kDLInt, 8});
+  CHECK(widest.stride(0) == std::numeric_limits<std::int64_t>::max());  // 7 * 1317624576693539401
   // Negative extents are no shape at all.
   CHECK_THROWS_AS((void)dlb::tensor::empty(vec{-1}, f32), std::invalid_argument);
   CHECK_THROWS_AS((void)dlb::tensor::empty(vec{3, -2}, f32), std::invalid_argument);

@@ -109,6 +109,11 @@ class tensor {
     const auto count = element_count(shape);
     if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
       throw std::length_error("array size overflows int64");
+    // An empty array gets C-order strides too, which count empty axes as 1:
+    // refuse the shapes validate() refuses, whose strides would overflow.
+    const auto volume = stride_volume(shape);
+    if (!volume || !checked_mul(*volume, std::int64_t(type.itemsize())))
+      throw std::length_error("C-order strides overflow int64");
     const std::uint64_t bytes = type.storage_bytes(std::uint64_t(*count));
     const std::size_t rounded = (std::max<std::uint64_t>(bytes, 1) + allocation_alignment - 1) /
                                 allocation_alignment * allocation_alignment;
