@@ -66,7 +66,7 @@ class Pool:
             try:
                 return self.free.get_nowait()
             except queue.Empty:
-                drop(inbox, THREADS)  # what this thread holds for others may keep slots busy
+                drop(inbox, THREADS)  # what others handed this thread may be what keeps slots busy
                 self.recycle()
         return None
 
