@@ -1,7 +1,7 @@
 import enum
 from collections.abc import Iterator, Sequence
 from types import EllipsisType
-from typing import Any, Literal, Protocol, SupportsIndex, TypeAlias, TypedDict, overload
+from typing import Any, ClassVar, Literal, Protocol, SupportsIndex, TypeAlias, TypedDict, overload
 
 from typing_extensions import Buffer, CapsuleType, disjoint_base
 
@@ -84,6 +84,10 @@ _Index: TypeAlias = SupportsIndex | slice | EllipsisType | None
 
 @disjoint_base
 class Array:
+    # The DLPack C exchange API: a "dlpack_exchange_api" capsule, and its
+    # address as an int (the DLPack 1.2 form).
+    __dlpack_c_exchange_api__: ClassVar[CapsuleType]
+    __c_dlpack_exchange_api__: ClassVar[int]
     def __init__(self, obj: Any, *, dtype: _DTypeLike | None = None, copy: bool | None = None) -> None: ...
     @property
     def shape(self) -> tuple[int, ...]: ...

@@ -69,6 +69,35 @@ cdef extern from "dlbridge/dlpack.hpp" namespace "dlb" nogil:
     const char* capsule_name_legacy_used
     const char* capsule_name_versioned
     const char* capsule_name_versioned_used
+    const char* capsule_name_exchange_api
+
+
+# The DLPack C exchange API. Declared without nogil: most slots take Python
+# objects (as void*) and so run with the GIL; the allocator and
+# current_work_stream may be called without it, and dlbridge's own versions
+# of those two take it where they need it.
+cdef extern from "dlbridge/dlpack.hpp" namespace "dlb":
+    ctypedef void (*DLPackSetError)(void* error_ctx, const char* kind, const char* message) noexcept
+    ctypedef int (*DLPackManagedTensorAllocator)(DLTensor* prototype, DLManagedTensorVersioned** out,
+                                                 void* error_ctx, DLPackSetError set_error) noexcept
+    ctypedef int (*DLPackManagedTensorFromPyObjectNoSync)(void* py_object, DLManagedTensorVersioned** out) noexcept
+    ctypedef int (*DLPackManagedTensorToPyObjectNoSync)(DLManagedTensorVersioned* tensor,
+                                                        void** out_py_object) noexcept
+    ctypedef int (*DLPackDLTensorFromPyObjectNoSync)(void* py_object, DLTensor* out) noexcept
+    ctypedef int (*DLPackCurrentWorkStream)(DLDeviceType device_type, int32_t device_id,
+                                            void** out_current_stream) noexcept
+
+    ctypedef struct DLPackExchangeAPIHeader:
+        DLPackVersion version
+        DLPackExchangeAPIHeader* prev_api
+
+    ctypedef struct DLPackExchangeAPI:
+        DLPackExchangeAPIHeader header
+        DLPackManagedTensorAllocator managed_tensor_allocator
+        DLPackManagedTensorFromPyObjectNoSync managed_tensor_from_py_object_no_sync
+        DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync
+        DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync
+        DLPackCurrentWorkStream current_work_stream
 
 
 cdef extern from "<string_view>" nogil:

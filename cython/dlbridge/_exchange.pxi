@@ -1,0 +1,297 @@
+# The DLPack 1.3 C exchange API (included by _array.pyx, before the Array
+# type): dlbridge's own table, published on Array as __dlpack_c_exchange_api__
+# (a capsule) and __c_dlpack_exchange_api__ (the DLPack 1.2 int form), and
+# from_dlpack's import through the table of a producer's type.
+#
+# Slots report failure by returning -1 with a Python exception set (the
+# allocator through its SetError callback instead); none lets a Python or C++
+# exception escape.
+from cpython.exc cimport PyErr_Occurred, PyErr_SetObject
+from cpython.long cimport PyLong_AsVoidPtr, PyLong_CheckExact, PyLong_FromVoidPtr
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New
+from libc.stdint cimport int32_t
+from libcpp.optional cimport optional
+
+
+cdef extern from "Python.h":
+    # The attribute lookup type(x).name does, without building an
+    # AttributeError on a miss: a borrowed reference or NULL.
+    PyObject* _PyType_Lookup(PyTypeObject* type, PyObject* name)
+
+
+# dlbridge's work stream on a CUDA device: the array rule of devices.hpp makes
+# every array ready in the order of the device's legacy default stream. It is
+# reported as cudaStreamLegacy, the handle 0x1, not as NULL: NULL means the
+# per-thread default stream in code built with --default-stream per-thread,
+# while 0x1 names the legacy stream in any build (it is DLPack's stream 1).
+cdef void* _legacy_default_stream = <void*><uintptr_t>1
+
+
+cdef int _fail(error) noexcept:
+    """Makes `error` this thread's pending Python exception; returns -1."""
+    PyErr_SetObject(type(error), error)
+    return -1
+
+
+cdef Array _array_argument(void* py_object, str slot):
+    if py_object == NULL:
+        raise ValueError(f"{slot}: expected a dlbridge.Array, got NULL")
+    obj = <object>py_object
+    if not isinstance(obj, Array):
+        raise TypeError(f"{slot}: expected a dlbridge.Array, got {type(obj).__name__}")
+    return <Array>obj
+
+
+# -- the five slots of dlbridge's table ---------------------------------------
+
+cdef cpp.DLTensor _prototype_fields(const cpp.DLTensor* prototype) except *:
+    """The fields of an allocator's prototype that it may read, checked."""
+    if prototype == NULL:
+        raise ValueError("managed_tensor_allocator: expected a prototype DLTensor, got NULL")
+    # Only dtype, ndim, shape and device count. The one validation routine
+    # checks them when data points somewhere (the prototype itself) and the
+    # strides are left out (C order).
+    cdef cpp.DLTensor fields = prototype[0]
+    fields.data = <void*>prototype
+    fields.strides = NULL
+    fields.byte_offset = 0
+    cdef optional[cpp.import_error] error = cpp.validate(fields)
+    if error.has_value():
+        raise ValueError(f"managed_tensor_allocator: prototype: {error.value().message().decode()}")
+    return fields
+
+
+cdef int _slot_allocate_with_gil(cpp.DLTensor* prototype, cpp.DLManagedTensorVersioned** out, void* error_ctx,
+                            cpp.DLPackSetError set_error) noexcept:
+    cdef cpp.DLTensor fields
+    cdef cpp.tensor t
+    try:
+        if out == NULL:
+            raise ValueError("managed_tensor_allocator: expected somewhere to put the tensor, got out=NULL")
+        out[0] = NULL
+        fields = _prototype_fields(prototype)
+        t = empty_on(cpp.device(fields.device.device_type, fields.device.device_id),
+                     cpp.extents_t(fields.shape, fields.ndim),
+                     cpp.dtype(fields.dtype.code, fields.dtype.bits, fields.dtype.lanes))
+        out[0] = t.export_versioned(0)
+        return 0
+    except BaseException as e:
+        error = e
+    if set_error == NULL:
+        return _fail(error)
+    set_error(error_ctx, type(error).__name__.encode(), str(error).encode("utf-8", "replace"))
+    return -1
+
+
+cdef int _slot_allocate(cpp.DLTensor* prototype, cpp.DLManagedTensorVersioned** out, void* error_ctx,
+                   cpp.DLPackSetError set_error) noexcept nogil:
+    with gil:
+        return _slot_allocate_with_gil(prototype, out, error_ctx, set_error)
+
+
+cdef int _slot_managed_from_object(void* py_object, cpp.DLManagedTensorVersioned** out) noexcept:
+    cdef Array a
+    try:
+        a = _array_argument(py_object, "managed_tensor_from_py_object_no_sync")
+        if out == NULL:
+            raise ValueError("managed_tensor_from_py_object_no_sync: expected somewhere to put the tensor, "
+                             "got out=NULL")
+        out[0] = a.t.export_versioned(0)  # READ_ONLY when the array is read-only
+        return 0
+    except BaseException as e:
+        return _fail(e)
+
+
+cdef int _slot_managed_to_object(cpp.DLManagedTensorVersioned* tensor, void** out_py_object) noexcept:
+    cdef cpp.tensor t
+    try:
+        if tensor == NULL:
+            raise ValueError("managed_tensor_to_py_object_no_sync: expected a DLManagedTensorVersioned, got NULL")
+        if out_py_object == NULL:
+            cpp.release_versioned(tensor)  # the tensor was handed over: release it even so
+            raise ValueError("managed_tensor_to_py_object_no_sync: expected somewhere to put the array, "
+                             "got out_py_object=NULL (the tensor was released)")
+        t = cpp.tensor.import_(tensor, cpp.release_versioned)  # on failure its deleter has run
+        a = wrap(t)
+        Py_INCREF(a)  # the caller's new reference
+        out_py_object[0] = <void*>a
+        return 0
+    except BaseException as e:
+        return _fail(e)
+
+
+cdef int _slot_dltensor_from_object(void* py_object, cpp.DLTensor* out) noexcept:
+    cdef Array a
+    try:
+        a = _array_argument(py_object, "dltensor_from_py_object_no_sync")
+        if out == NULL:
+            raise ValueError("dltensor_from_py_object_no_sync: expected a DLTensor to fill, got out=NULL")
+        if a.t.readonly():
+            # As with legacy capsules: a bare DLTensor cannot say read-only.
+            raise BufferError("dltensor_from_py_object_no_sync: a read-only array cannot be described by a "
+                              "bare DLTensor (it has no read-only flag); use "
+                              "managed_tensor_from_py_object_no_sync, which sets READ_ONLY")
+        out[0] = a.t.dltensor()  # shape and strides point into the array
+        if a.t.size() == 0:
+            out.data = NULL  # as in every dlbridge export
+        return 0
+    except BaseException as e:
+        return _fail(e)
+
+
+cdef int _slot_current_work_stream(cpp.DLDeviceType device_type, int32_t device_id,
+                              void** out_current_stream) noexcept nogil:
+    if out_current_stream != NULL and cpp.is_dlpack_device_type(device_type) and device_id >= 0:
+        if device_type == cpp.kDLCUDA or device_type == cpp.kDLCUDAManaged:
+            out_current_stream[0] = _legacy_default_stream
+        else:
+            out_current_stream[0] = NULL  # no stream orders this memory
+        return 0
+    with gil:
+        if out_current_stream == NULL:
+            return _fail(ValueError("current_work_stream: expected somewhere to put the stream, "
+                                    "got out_current_stream=NULL"))
+        if device_id < 0:
+            return _fail(ValueError(f"current_work_stream: expected device_id >= 0, got {device_id}"))
+        return _fail(ValueError(f"current_work_stream: expected a DLPack 1.3 device type, "
+                                f"got {<int>device_type}"))
+
+
+cdef cpp.DLPackExchangeAPI _exchange_api
+_exchange_api.header.version.major = cpp.dlpack_major_version
+_exchange_api.header.version.minor = cpp.dlpack_minor_version
+_exchange_api.header.prev_api = NULL
+_exchange_api.managed_tensor_allocator = _slot_allocate
+_exchange_api.managed_tensor_from_py_object_no_sync = _slot_managed_from_object
+_exchange_api.managed_tensor_to_py_object_no_sync = _slot_managed_to_object
+_exchange_api.dltensor_from_py_object_no_sync = _slot_dltensor_from_object
+_exchange_api.current_work_stream = _slot_current_work_stream
+
+# The table lives as long as the module, which Python never unloads.
+_exchange_api_capsule = PyCapsule_New(&_exchange_api, cpp.capsule_name_exchange_api, NULL)
+_exchange_api_address = PyLong_FromVoidPtr(&_exchange_api)
+
+
+# -- importing through a producer's table ------------------------------------
+
+cdef str _api_attribute = "__dlpack_c_exchange_api__"  # identifier-like literals are interned
+cdef str _int_api_attribute = "__c_dlpack_exchange_api__"
+
+
+cdef const cpp.DLPackExchangeAPI* _read_exchange_api(PyTypeObject* tp) noexcept:
+    """The DLPack 1.x exchange table of the type: from the capsule attribute,
+    else from the DLPack 1.2 int attribute; NULL when there is none."""
+    cdef cpp.DLPackExchangeAPIHeader* header = NULL
+    cdef PyObject* attribute = _PyType_Lookup(tp, <PyObject*>_api_attribute)
+    if attribute != NULL and PyCapsule_IsValid(<object>attribute, cpp.capsule_name_exchange_api):
+        header = <cpp.DLPackExchangeAPIHeader*>PyCapsule_GetPointer(<object>attribute,
+                                                                     cpp.capsule_name_exchange_api)
+    else:
+        attribute = _PyType_Lookup(tp, <PyObject*>_int_api_attribute)
+        if attribute != NULL and PyLong_CheckExact(<object>attribute) and 0 < <object>attribute < 2**64:
+            header = <cpp.DLPackExchangeAPIHeader*>PyLong_AsVoidPtr(<object>attribute)
+    # A table of a newer major version may chain to the 1.x one we read.
+    while header != NULL and header.version.major != cpp.dlpack_major_version:
+        header = header.prev_api
+    if header == NULL or (<cpp.DLPackExchangeAPI*>header).managed_tensor_from_py_object_no_sync == NULL:
+        return NULL
+    return <cpp.DLPackExchangeAPI*>header
+
+
+# The per-type cache of _read_exchange_api, direct-mapped on the type's
+# version tag. CPython gives a type a new tag whenever it or a base changes,
+# never reuses one, and leaves it 0 until it has one (_PyType_Lookup assigns
+# it), so an entry whose type still has the entry's tag is still right.
+cdef struct _CachedTable:
+    PyTypeObject* type
+    unsigned int tag
+    const cpp.DLPackExchangeAPI* api
+
+cdef _CachedTable[8] _table_cache
+
+
+cdef const cpp.DLPackExchangeAPI* _exchange_api_of(object x) noexcept:
+    cdef PyTypeObject* tp = Py_TYPE(x)
+    cdef _CachedTable* entry = &_table_cache[tp.tp_version_tag % 8]
+    if entry.type == tp and entry.tag == tp.tp_version_tag and entry.tag != 0:
+        return entry.api
+    cdef const cpp.DLPackExchangeAPI* api = _read_exchange_api(tp)
+    if tp.tp_version_tag != 0:
+        entry = &_table_cache[tp.tp_version_tag % 8]
+        entry.type = tp
+        entry.tag = tp.tp_version_tag
+        entry.api = api
+    return api
+
+
+# PyTorch's table (2.13) exports tensors whose state DLPack cannot carry, which
+# its __dlpack__ refuses: one that requires grad, and one with a pending
+# conjugation or negation (lazy views such as t.conj() and its .imag), whose
+# raw memory holds other values than the tensor. They are refused here too,
+# for any type with PyTorch's requires_grad, is_conj and is_neg.
+cdef str _requires_grad = "requires_grad"
+cdef str _is_conj = "is_conj"
+cdef str _is_neg = "is_neg"
+
+
+cdef int _refuse_torch_state(object x) except -1:
+    cdef PyTypeObject* tp = Py_TYPE(x)
+    if (_PyType_Lookup(tp, <PyObject*>_requires_grad) == NULL or _PyType_Lookup(tp, <PyObject*>_is_conj) == NULL
+            or _PyType_Lookup(tp, <PyObject*>_is_neg) == NULL):
+        return 0
+    if x.requires_grad:
+        raise BufferError(f"from_dlpack: the {type(x).__name__} requires gradient, which DLPack cannot express; "
+                          f"call .detach() first")
+    if x.is_conj():
+        raise BufferError(f"from_dlpack: the {type(x).__name__} has its conjugate bit set, which DLPack cannot express; "
+                          f"call .resolve_conj() first")
+    if x.is_neg():
+        raise BufferError(f"from_dlpack: the {type(x).__name__} has its negative bit set, which DLPack cannot express; "
+                          f"call .resolve_neg() first")
+    return 0
+
+
+cdef int _check_slot(int status, object x, str slot) except -1:
+    if status == 0:
+        return 0
+    if PyErr_Occurred() == NULL:
+        raise SystemError(f"the DLPack exchange API of {type(x).__name__}: {slot} failed "
+                          f"(returned {status}) without setting an exception")
+    return -1
+
+
+cdef Array from_exchange_api(object x):
+    """from_dlpack(x) through the exchange table of type(x): an Array, or None
+    when the type has no DLPack 1.x table or its table fails to export x."""
+    cdef const cpp.DLPackExchangeAPI* api = _exchange_api_of(x)
+    return None if api == NULL else _import_through(api, x)
+
+
+cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
+    # Apart from from_exchange_api, so that producers with no table do not
+    # pay for this function's C++ locals.
+    _refuse_torch_state(x)
+    cdef cpp.DLManagedTensorVersioned* m = NULL
+    try:
+        _check_slot(api.managed_tensor_from_py_object_no_sync(<void*>x, &m), x,
+                    "managed_tensor_from_py_object_no_sync")
+    except Exception:
+        # The table is a fast path; where it fails, __dlpack__ gives the
+        # answer, in the array API's terms (PyTorch's table turns BufferError
+        # into RuntimeError and appends a C++ backtrace).
+        return None
+    if m == NULL:
+        return None
+    cdef cpp.tensor t = cpp.tensor.import_(m, cpp.release_versioned)
+    # The slot does not synchronise: the data is ready in the order of the
+    # producer's current work stream, which the legacy default stream (where
+    # dlbridge's arrays are ready) must wait for. NULL and 1 both name the
+    # legacy stream and need nothing, not even a CUDA backend.
+    cdef cpp.device d = t.get_device()
+    cdef void* stream = NULL
+    if d.type == cpp.kDLCUDA or d.type == cpp.kDLCUDAManaged:
+        _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
+        if stream != NULL and stream != _legacy_default_stream:
+            order_after_producer(t, <uintptr_t>stream)
+    return wrap(t)
