@@ -244,11 +244,11 @@ cdef int _refuse_torch_state(object x) except -1:
         raise BufferError(f"from_dlpack: the {type(x).__name__} requires gradient, which DLPack cannot express; "
                           f"call .detach() first")
     if x.is_conj():
-        raise BufferError(f"from_dlpack: the {type(x).__name__} has its conjugate bit set, which DLPack cannot express; "
-                          f"call .resolve_conj() first")
+        raise BufferError(f"from_dlpack: the {type(x).__name__} has its conjugate bit set, which DLPack cannot "
+                          f"express; call .resolve_conj() first")
     if x.is_neg():
-        raise BufferError(f"from_dlpack: the {type(x).__name__} has its negative bit set, which DLPack cannot express; "
-                          f"call .resolve_neg() first")
+        raise BufferError(f"from_dlpack: the {type(x).__name__} has its negative bit set, which DLPack cannot "
+                          f"express; call .resolve_neg() first")
     return 0
 
 

@@ -24,7 +24,6 @@ import torch
 import dlbridge
 from dlpack_ctypes import (FLAG_READ_ONLY, INT32, DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion,
                            DLTensor, ManagedTensor)
-from gpu import NO_GPU
 
 # -- the table, read from C ---------------------------------------------------
 
@@ -45,6 +44,8 @@ class DLPackExchangeAPI(Structure):
 
 assert ctypes.sizeof(DLPackExchangeAPIHeader) == 16
 assert ctypes.sizeof(DLPackExchangeAPI) == 56
+
+NO_GPU = dlbridge.build_info()["gpu_count"] == 0
 
 SET_ERROR = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
 ALLOCATOR_ARGS = (POINTER(DLTensor), POINTER(c_void_p), c_void_p, SET_ERROR)
@@ -206,9 +207,11 @@ def test_allocator_empty_and_zero_dimensional_tensors():
     (None, "ValueError", "managed_tensor_allocator: expected a prototype DLTensor, got NULL"),
     (prototype((2, -3)), "ValueError",
      "managed_tensor_allocator: prototype: shape: axis 1: expected extent >= 0, got extent -3"),
-    (prototype((1,) * 3, ndim=70), "ValueError", "managed_tensor_allocator: prototype: ndim: expected ndim <= 64, got 70"),
+    (prototype((1,) * 3, ndim=70), "ValueError",
+     "managed_tensor_allocator: prototype: ndim: expected ndim <= 64, got 70"),
     (prototype((2,), dtype=(2, 7, 1)), "ValueError",
-     "managed_tensor_allocator: prototype: dtype: expected a supported (code, bits) pair, got (code 2, bits 7, lanes 1)"),
+     "managed_tensor_allocator: prototype: dtype: expected a supported (code, bits) pair, "
+     "got (code 2, bits 7, lanes 1)"),
     (prototype((2,), device=(5, 0)), "ValueError",
      "managed_tensor_allocator: prototype: device: expected a DLPack 1.3 device type, got device type 5"),
     (prototype((2,), device=(7, 0)), "ValueError", "dlbridge cannot allocate memory on vulkan"),
@@ -227,7 +230,8 @@ def test_allocator_reports_failures_through_set_error_only(proto, kind, message,
 def test_allocator_without_out():
     errors = Errors()
     assert OURS.allocate(byref(prototype((1,))), None, None, errors.callback) == -1
-    assert errors.calls == [("ValueError", "managed_tensor_allocator: expected somewhere to put the tensor, got out=NULL")]
+    assert errors.calls == [("ValueError",
+                             "managed_tensor_allocator: expected somewhere to put the tensor, got out=NULL")]
 
 
 def test_allocator_without_set_error_leaves_a_python_exception():
@@ -300,7 +304,8 @@ def test_from_object_rejects_other_objects():
     with pytest.raises(TypeError, match="^managed_tensor_from_py_object_no_sync: expected a dlbridge.Array, got list$"):
         OURS.from_object([1.0], byref(out))
     assert out.value is None
-    with pytest.raises(ValueError, match="^managed_tensor_from_py_object_no_sync: expected somewhere to put the tensor"):
+    with pytest.raises(ValueError,
+                       match="^managed_tensor_from_py_object_no_sync: expected somewhere to put the tensor"):
         OURS.from_object(dlbridge.asarray([1.0]), None)
 
 
@@ -395,7 +400,8 @@ def test_dltensor_refuses_read_only_arrays_and_other_objects():
         OURS.dltensor(dlbridge.from_dlpack(base), byref(t))
     with pytest.raises(TypeError, match="^dltensor_from_py_object_no_sync: expected a dlbridge.Array, got tuple$"):
         OURS.dltensor((1, 2), byref(t))
-    with pytest.raises(ValueError, match="^dltensor_from_py_object_no_sync: expected a DLTensor to fill, got out=NULL$"):
+    with pytest.raises(ValueError,
+                       match="^dltensor_from_py_object_no_sync: expected a DLTensor to fill, got out=NULL$"):
         OURS.dltensor(dlbridge.asarray([1.0]), None)
 
 
@@ -403,7 +409,8 @@ def test_null_objects_are_value_errors():
     # The slots as C sees them: PyObject* may be NULL.
     from_object = PYFUNCTYPE(c_int, c_void_p, POINTER(c_void_p))(OURS.struct.managed_tensor_from_py_object_no_sync)
     dltensor = PYFUNCTYPE(c_int, c_void_p, POINTER(DLTensor))(OURS.struct.dltensor_from_py_object_no_sync)
-    with pytest.raises(ValueError, match="^managed_tensor_from_py_object_no_sync: expected a dlbridge.Array, got NULL$"):
+    with pytest.raises(ValueError,
+                       match="^managed_tensor_from_py_object_no_sync: expected a dlbridge.Array, got NULL$"):
         from_object(None, byref(c_void_p()))
     with pytest.raises(ValueError, match="^dltensor_from_py_object_no_sync: expected a dlbridge.Array, got NULL$"):
         dltensor(None, byref(DLTensor()))
