@@ -11,7 +11,9 @@ Groups, in the order they run:
 - cython    (consumers.py): a downstream Cython function taking an Array and
   building a checked typed view, in ns per array argument;
 - copies    (copies.py): CPU copies against NumPy, as bandwidth ratios;
-- callgrind (instructions.py): instructions per from_dlpack call (valgrind).
+- callgrind (instructions.py): instructions per from_dlpack call (valgrind);
+- gpu       (gpu.py): GPU copies against cudaMemcpyAsync and exchange against
+  PyTorch on CUDA (issue 4); every row skipped, saying why, without a GPU.
 
 Method (docs/performance.md; benchmarks/_harness.py): each ratio is measured
 in this one process on the same input, the two sides interleaved in random
@@ -38,10 +40,11 @@ import dlbridge  # noqa: E402
 import consumers  # noqa: E402
 import copies  # noqa: E402
 import exchange  # noqa: E402
+import gpu  # noqa: E402
 import instructions  # noqa: E402
 from _harness import table  # noqa: E402
 
-GROUPS = ("exchange", "cython", "copies", "callgrind")
+GROUPS = ("exchange", "cython", "copies", "callgrind", "gpu")
 
 
 def cpu_model() -> str:
@@ -106,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += copies.rows(args.quick)
         elif group == "callgrind":
             rows += instructions.rows(args.quick, args.n)
+        elif group == "gpu":
+            rows += gpu.rows(args.quick)
         timings.append(f"{group} {time.perf_counter() - t0:.0f} s")
 
     print(table(rows))

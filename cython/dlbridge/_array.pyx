@@ -27,6 +27,10 @@ from dlbridge._types import DeviceType
 cdef extern from "dlbridge/devices.hpp" namespace "dlb::python":
     cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error
     void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
+    cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, uintptr_t) except +raise_python_error nogil
+    void order_for_consumer(const cpp.tensor&, uintptr_t) except +raise_python_error nogil
+    void order_after_producer(const cpp.tensor&, uintptr_t) except +raise_python_error nogil
+    cpp.device cuda_pointer_device(const void*) except +raise_python_error
 
 
 # Copies of more bytes than this release the GIL.
@@ -168,6 +172,73 @@ cdef _require_host(Array a, str what):
         raise BufferError(f"{what} needs host-accessible memory; this array is on {a.device}")
 
 
+cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type, uintptr_t stream) except *:
+    """A C-contiguous copy of `t` on `where` as `type` (see devices.hpp: copy_to);
+    the GIL is released for large copies and for any work on a GPU."""
+    cdef cpp.tensor out
+    if t.nbytes() > _nogil_bytes or t.get_device().type != cpp.kDLCPU or where.type != cpp.kDLCPU:
+        with nogil:
+            out = copy_to(t, where, type, stream)
+    else:
+        out = copy_to(t, where, type, stream)
+    return out
+
+
+cdef cpp.device _export_device(Array a, dl_device) except *:
+    """The device a consumer asked __dlpack__ for (``dl_device``)."""
+    if (type(dl_device) is not tuple or len(dl_device) != 2
+            or not isinstance(dl_device[0], int) or not isinstance(dl_device[1], int)):
+        raise TypeError(f"dl_device must be a (device_type, device_id) tuple, got {dl_device!r}")
+    try:
+        target = as_device(dl_device)
+    except ValueError as e:
+        raise BufferError(f"cannot export an array on {a.device} to device {tuple(dl_device)}: {e}") from None
+    if (<Device>target).value.type == cpp.kDLCPU and dl_device[1] != 0:
+        raise BufferError(f"cannot export an array on {a.device} to device {tuple(dl_device)}: "
+                          f"the CPU is device 0")
+    return (<Device>target).value
+
+
+cdef uintptr_t _consumer_stream(stream, cpp.device target) except? 0:
+    """The consumer's stream of ``__dlpack__(stream=...)`` as a cudaStream_t
+    value, 0 for -1 (no ordering); DLPack's rules for CUDA devices."""
+    if target.type == cpp.kDLCPU or target.type == cpp.kDLCUDAHost:
+        raise ValueError(f"stream must be None for arrays on {device_from_cpp(target)}, got {stream!r}")
+    if type(stream) is not int:
+        raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
+    if stream == 0:
+        raise ValueError("stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy "
+                         "default stream, 2 for the per-thread one, or -1 for no synchronisation")
+    if stream < -1:
+        raise ValueError(f"stream must be -1, 1, 2 or a stream handle, got {stream}")
+    return 0 if stream == -1 else stream
+
+
+cdef uintptr_t _stream_argument(stream) except? 0:
+    """The cudaStream_t value of a ``stream=`` argument of to_device: None is
+    the legacy default stream (1), 2 the per-thread default stream, another
+    int a handle; objects may name theirs through ``__cuda_stream__``."""
+    if stream is None:
+        return 1
+    if type(stream) is not int and hasattr(stream, "__cuda_stream__"):
+        named = stream.__cuda_stream__()
+        if type(named) is not tuple or len(named) != 2 or type(named[1]) is not int:
+            raise TypeError(f"__cuda_stream__() must return a (version, handle) tuple, got {named!r}")
+        stream = named[1]
+    elif type(stream) is not int:
+        raise TypeError(f"stream must be an int, an object with __cuda_stream__, or None, "
+                        f"got {type(stream).__name__}")
+    if stream == 0:
+        raise ValueError("stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy "
+                         "default stream or 2 for the per-thread one")
+    if stream < 0:
+        raise ValueError(f"stream must be 1, 2 or a stream handle, got {stream}")
+    return stream
+
+
+include "_exchange.pxi"
+
+
 cdef class Array:
     """An n-dimensional strided array that speaks DLPack.
 
@@ -175,6 +246,8 @@ cdef class Array:
     ``full``; ``Array(obj)`` is ``asarray(obj)``. Indexing, ``.T`` and
     ``transpose`` return views that share memory.
     """
+    __dlpack_c_exchange_api__ = _exchange_api_capsule  # DLPack 1.3 C exchange API
+    __c_dlpack_exchange_api__ = _exchange_api_address  # the same table, as DLPack 1.2 published it
 
     def __init__(self, obj, *, dtype=None, copy=None):
         cdef Array a = asarray(obj, dtype=dtype, copy=copy)
@@ -244,43 +317,82 @@ cdef class Array:
 
         A versioned DLPack 1.3 capsule when ``max_version`` has major >= 1,
         a legacy one when it is None or major 0 (refused for read-only data).
+        On a GPU, ``stream`` is the consumer's: unless it is -1 it is made to
+        wait (an event, never a host block) for the work that wrote the array.
+        ``dl_device`` on another device, or ``copy=True``, exports a copy
+        flagged IS_COPIED.
         """
         cdef cpp.device d = self.t.get_device()
+        cdef cpp.device target = d
         cdef bint versioned = False
-        cdef uint64_t flags = 0
+        cdef uintptr_t consumer = 0
         cdef cpp.tensor out
-        if stream is not None:
-            if d.type == cpp.kDLCPU or d.type == cpp.kDLCUDAHost:
-                raise ValueError(f"stream must be None for arrays on {self.device}, got {stream!r}")
-            if type(stream) is not int:
-                raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
-            if stream == 0:
-                raise ValueError("stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy "
-                                 "default stream, 2 for the per-thread one, or -1 for no synchronisation")
-            if stream < -1:
-                raise ValueError(f"stream must be -1, 1, 2 or a stream handle, got {stream}")
         if max_version is not None:
             if (type(max_version) is not tuple or len(max_version) != 2
                     or type(max_version[0]) is not int or type(max_version[1]) is not int):
                 raise TypeError(f"max_version must be a (major, minor) tuple of ints, got {max_version!r}")
             versioned = max_version[0] >= 1
         if dl_device is not None:
-            if (type(dl_device) is not tuple or len(dl_device) != 2
-                    or not isinstance(dl_device[0], int) or not isinstance(dl_device[1], int)):
-                raise TypeError(f"dl_device must be a (device_type, device_id) tuple, got {dl_device!r}")
-            if not ((dl_device[0] == d.type and dl_device[1] == d.id) or
-                    (dl_device[0] == cpp.kDLCPU and dl_device[1] == 0 and d.type == cpp.kDLCPU)):
-                raise BufferError(f"cannot export an array on {self.device} to device {tuple(dl_device)}")
+            target = _export_device(self, dl_device)
         if copy is not None and type(copy) is not bool:
             raise TypeError(f"copy must be True, False or None, got {copy!r}")
-        if copy:
-            _require_host(self, "copy=True")
-            out = self._copy_tensor()
-            return export_capsule(out, versioned, cpp.dlpack_flag_is_copied)
-        if not versioned and self.t.readonly():
-            raise BufferError("a read-only array cannot be exported as a legacy DLPack capsule "
-                              "(it has no read-only flag); pass max_version=(1, 3)")
-        return export_capsule(self.t, versioned, flags)
+        if stream is not None:
+            consumer = _consumer_stream(stream, target)
+        if not copy and target == d:
+            if not versioned and self.t.readonly():
+                raise BufferError("a read-only array cannot be exported as a legacy DLPack capsule "
+                                  "(it has no read-only flag); pass max_version=(1, 3)")
+            if consumer > 1:
+                order_for_consumer(self.t, consumer)
+            return export_capsule(self.t, versioned, 0)
+        if copy is False:
+            raise BufferError(f"copy=False, but exporting an array on {self.device} to device "
+                              f"{tuple(dl_device)} needs a copy")
+        try:
+            out = _copy_to(self.t, target, self.t.type(), 1)
+        except (RuntimeError, ValueError) as e:
+            what = f"to device {tuple(dl_device)}" if not (target == d) else "as a copy"
+            raise BufferError(f"cannot export an array on {self.device} {what}: {e}") from None
+        if consumer > 1:
+            order_for_consumer(out, consumer)
+        return export_capsule(out, versioned, cpp.dlpack_flag_is_copied)
+
+    # -- devices ------------------------------------------------------------
+    def to_device(self, device, /, *, stream=None):
+        """This array on ``device`` (array API): ``self`` when it is there
+        already, else a C-contiguous copy. On a GPU the copy runs on ``stream``
+        (an int as in ``__dlpack__``, or an object with ``__cuda_stream__``;
+        None is the legacy default stream), ordered after the work that wrote
+        this array and before later dlbridge work, without blocking the host."""
+        cdef Device target = as_device(device)
+        cdef uintptr_t s = _stream_argument(stream)
+        if target.value == self.t.get_device():
+            return self
+        cdef cpp.tensor out = _copy_to(self.t, target.value, self.t.type(), s)
+        return wrap(out)
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA array interface (version 3) of an array on a GPU, pinned
+        or managed memory; absent (AttributeError) elsewhere. Its ``stream``
+        is 1: the data is ready in the order of the legacy default stream."""
+        cdef cpp.device d = self.t.get_device()
+        if d.type != cpp.kDLCUDA and d.type != cpp.kDLCUDAManaged and d.type != cpp.kDLCUDAHost:
+            raise AttributeError(f"__cuda_array_interface__ is only defined for arrays in CUDA memory; "
+                                 f"this array is on {self.device}")
+        typestr = self.dtype.typestr
+        if typestr is None:
+            raise BufferError(f"{self.dtype.name} has no CUDA-array-interface typestr; use DLPack")
+        cdef int64_t itemsize = self.t.type().itemsize()
+        return {
+            "version": 3,
+            "shape": self.shape,
+            "typestr": typestr,
+            "data": (<uintptr_t>self.t.data() if self.t.size() else 0, self.t.readonly()),
+            "strides": None if self.t.is_c_contiguous() else tuple(
+                [self.t.stride(i) * itemsize for i in range(self.t.ndim())]),
+            "stream": 1,
+        }
 
     # -- host access --------------------------------------------------------
     @property
@@ -344,17 +456,11 @@ cdef class Array:
 
     # -- copies and values --------------------------------------------------
     cdef cpp.tensor _copy_tensor(self) except *:
-        cdef cpp.tensor out
-        if self.t.nbytes() > _nogil_bytes:
-            with nogil:
-                out = cpp.copy(self.t)
-        else:
-            out = cpp.copy(self.t)
-        return out
+        return _copy_to(self.t, self.t.get_device(), self.t.type(), 1)
 
     def copy(self):
-        """A new C-contiguous, writable array with the same values."""
-        _require_host(self, "copy()")
+        """A new C-contiguous, writable array with the same values, on the
+        same device."""
         cdef cpp.tensor out = self._copy_tensor()
         return wrap(out)
 
@@ -480,7 +586,10 @@ cdef Array _index(Array a, key):
             length = len(range(py_start, py_stop, py_step))
             start = py_start
             new_stride = py_step * a.t.stride(axis)
-            if length <= 1 and not -2**63 <= new_stride < 2**63:
+            if not -2**63 <= new_stride < 2**63:
+                if length > 1:
+                    raise ValueError(f"slicing axis {axis} with step {py_step} needs a stride of {new_stride} "
+                                     f"elements, which does not fit in int64")
                 new_stride = a.t.stride(axis)  # one element: the step is irrelevant, and too big for int64
             if length > 0:
                 offset += start * a.t.stride(axis)
@@ -525,8 +634,13 @@ def from_dlpack(x, /, *, device=None, copy=None):
     copies (the result is writable); ``copy=False`` raises ValueError if a copy
     would be needed; ``device`` asks for the data on another device.
     """
+    if device is None and copy is None and not PyCapsule_CheckExact(x):
+        a = from_exchange_api(x)  # through type(x)'s DLPack C exchange API, when it has one
+        if a is not None:
+            return a
     cdef bint copied = False
     cdef bint legacy = True
+    cdef bint moving = False
     cdef cpp.tensor t
     cdef Device target = None
     if copy is not None and type(copy) is not bool:
@@ -538,23 +652,25 @@ def from_dlpack(x, /, *, device=None, copy=None):
                       "that produced it (any object with __dlpack__)", DeprecationWarning, stacklevel=2)
         t = import_capsule(x, &copied)
     else:
-        dl_device = None
         if target is not None:
             source = dlpack_device(x)
-            if (source[0], source[1]) != (target.value.type, target.value.id):
-                if copy is False and not _host_to_cpu(source[0], target):
-                    raise ValueError(f"from_dlpack: copy=False, but moving data from device "
-                                     f"{tuple(source)} to {target} needs a copy")
-                dl_device = (target.value.type, target.value.id)
-        t = import_capsule(call_dlpack(x, dl_device, copy, &legacy), &copied)
+            moving = ((source[0], source[1]) != (target.value.type, target.value.id)
+                      and not _host_to_cpu(source[0], target))
+            if moving and copy is False:
+                raise ValueError(f"from_dlpack: copy=False, but moving data from device "
+                                 f"{tuple(source)} to {target} needs a copy")
+        # No stream is passed: None is the legacy default stream, the one
+        # dlbridge's GPU work is ordered on. dlbridge moves data itself, so a
+        # copy asked of the producer would be a second one.
+        t = import_capsule(call_dlpack(x, None, None if moving else copy, &legacy), &copied)
     if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
-        raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
-                          f"not on the requested {target}")
+        if not moving:
+            raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
+                              f"not on the requested {target}")
+        t = _copy_to(t, target.value, t.type(), 1)
+        return wrap(t)
     if copy and not copied:
-        if not t.get_device().is_host_accessible():
-            raise BufferError(f"from_dlpack: copy=True on {device_from_cpp(t.get_device())} "
-                              f"needs the producer to copy, and it did not")
-        t = cpp.copy(t)
+        t = _copy_to(t, t.get_device(), t.type(), 1)
     return wrap(t)
 
 
@@ -599,16 +715,20 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} must be copied into an array")
         a = _from_sequence(obj, want)
         fresh = True
-    if target is not None and a.device != target and not _host_to_cpu(a.t.get_device().type, target):
-        raise ValueError(f"asarray: the data is on {a.device}; moving it to {target} is not supported here")
-    if want is not None and not (want.value == a.t.type()):
+    cdef cpp.device where = a.t.get_device()
+    cdef cpp.dtype element = a.t.type()
+    if target is not None and a.device != target and not _host_to_cpu(where.type, target):
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but moving data from {a.device} to {target} needs a copy")
+        where = target.value
+    if want is not None and not (want.value == element):
         if copy is False:
             raise ValueError(f"asarray: copy=False, but converting {a.dtype.name} to {want.name} needs a copy")
-        _require_host(a, "dtype conversion")
-        if a.t.type().code == cpp.kDLComplex and want.value.code != cpp.kDLComplex:
+        if element.code == cpp.kDLComplex and want.value.code != cpp.kDLComplex:
             raise TypeError(f"asarray: cannot convert complex {a.dtype.name} to {want.name}")
-        with nogil:
-            t = cpp.astype(a.t, want.value)
+        element = want.value
+    if not (where == a.t.get_device() and element == a.t.type()):
+        t = _copy_to(a.t, where, element, 1)
         return wrap(t)
     if copy and not fresh:
         return a.copy()
@@ -681,15 +801,19 @@ cdef Array _from_cuda_array_interface(obj):
         raise BufferError(f"{name}: masked arrays are not supported (mask is {type(interface['mask']).__name__}, "
                           f"expected None)")
     stream = interface.get("stream")
-    if stream is not None and (type(stream) is not int or stream == 0):
-        raise ValueError(f"{name}: stream must be None or a non-zero int, got {stream!r}")
+    if stream is not None and (type(stream) is not int or stream <= 0):
+        raise ValueError(f"{name}: stream must be None or a positive int, got {stream!r}")
     shape = _shape_tuple(interface, name)
     cdef cpp.dtype t = _typestr_dtype(interface, name)
     data = interface.get("data")
     cdef void* pointer = _data_pointer(data, name)
     strides = _element_strides(interface, t, len(shape), name)
-    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cpp.device(cpp.kDLCUDA, 0),
+    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cuda_pointer_device(pointer),
                                         shape, strides, bool(data[1]))
+    if stream is not None and stream != 1 and out.size():
+        # The producer's work may still be queued on its stream: the legacy
+        # default stream waits for it, the host does not.
+        order_after_producer(out, stream)
     return wrap(out)
 
 
@@ -740,7 +864,7 @@ cdef Array _from_buffer(obj):
         dt = as_dtype(kind if kind == "bool" else f"{kind}{view.itemsize * 8}")
         if view.suboffsets != NULL:
             raise BufferError("buffers with suboffsets (PIL-style) are not supported")
-        if view.ndim > cpp.max_ndim:
+        if view.ndim < 0 or view.ndim > cpp.max_ndim:
             raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {view.ndim}")
         for i in range(view.ndim):
             dims[i] = view.shape[i]

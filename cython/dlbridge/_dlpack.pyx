@@ -3,6 +3,7 @@
 producer for one. Nothing else in dlbridge touches a DLPack capsule."""
 from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer,
                                 PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName)
+from cpython.object cimport PyObject
 from libc.stdint cimport uint64_t
 
 cimport dlbridge.cpp as cpp
@@ -10,14 +11,19 @@ cimport dlbridge.cpp as cpp
 
 # Destructors for capsules nobody consumed. A consumer renames the capsule to
 # used_..., after which it owns the tensor and the destructor does nothing.
+# The tensors are dlbridge's own exports, whose deleters need no Python.
 cdef void _versioned_capsule_destructor(object capsule) noexcept:
+    cdef cpp.DLManagedTensorVersioned* v
     if PyCapsule_IsValid(capsule, cpp.capsule_name_versioned):
-        cpp.release_versioned(PyCapsule_GetPointer(capsule, cpp.capsule_name_versioned))
+        v = <cpp.DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, cpp.capsule_name_versioned)
+        v.deleter(v)
 
 
 cdef void _legacy_capsule_destructor(object capsule) noexcept:
+    cdef cpp.DLManagedTensor* m
     if PyCapsule_IsValid(capsule, cpp.capsule_name_legacy):
-        cpp.release_legacy(PyCapsule_GetPointer(capsule, cpp.capsule_name_legacy))
+        m = <cpp.DLManagedTensor*>PyCapsule_GetPointer(capsule, cpp.capsule_name_legacy)
+        m.deleter(m)
 
 
 cdef object export_capsule(const cpp.tensor& t, bint versioned, uint64_t flags):
@@ -68,28 +74,48 @@ cdef cpp.tensor import_capsule(object capsule, bint* copied) except *:
     raise TypeError(f"__dlpack__ must return a PyCapsule, got {type(capsule).__name__}")
 
 
-cdef _require_producer(object producer):
-    if getattr(type(producer), "__dlpack__", None) is None:
-        raise AttributeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), "
-                             f"got {type(producer).__name__}")
+cdef extern from "Python.h":
+    object PyObject_VectorcallMethod(object name, PyObject** args, size_t nargsf, PyObject* kwnames)
+
+
+# The one keyword set per call shape, built once: a call passes C arrays, no
+# per-call dict or tuple.
+cdef tuple _max_version = (1, 3)
+cdef tuple _names_versioned = ("max_version",)
+cdef tuple _names_all = ("max_version", "dl_device", "copy")
+
+
+cdef _not_a_producer(object producer):
+    return AttributeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), "
+                          f"got {type(producer).__name__}")
 
 
 cdef object dlpack_device(object producer):
     """The producer's (device_type, device_id)."""
-    _require_producer(producer)
+    if getattr(type(producer), "__dlpack__", None) is None:
+        raise _not_a_producer(producer)
     return producer.__dlpack_device__()
 
 
 cdef object call_dlpack(object producer, object dl_device, object copy, bint* legacy):
     """Asks `producer` for a capsule the DLPack 1.3 way, retrying without the
     newer keywords when it raises TypeError (a producer older than DLPack 1.0);
-    `legacy` then reports that dl_device and copy were not passed."""
-    _require_producer(producer)
+    `legacy` then reports that dl_device and copy were not passed. No stream
+    is passed: None is the legacy default stream, dlbridge's GPU stream."""
+    cdef PyObject* args[4]
+    args[0] = <PyObject*>producer
+    args[1] = <PyObject*>_max_version
+    args[2] = <PyObject*>dl_device
+    args[3] = <PyObject*>copy
+    cdef bint all_names = dl_device is not None or copy is not None
     legacy[0] = False
     try:
-        if dl_device is None and copy is None:
-            return producer.__dlpack__(max_version=(1, 3))
-        return producer.__dlpack__(max_version=(1, 3), dl_device=dl_device, copy=copy)
+        return PyObject_VectorcallMethod("__dlpack__", args, 1,
+                                         <PyObject*>(_names_all if all_names else _names_versioned))
+    except AttributeError:
+        if getattr(type(producer), "__dlpack__", None) is None:
+            raise _not_a_producer(producer) from None
+        raise
     except TypeError:
         legacy[0] = True
-    return producer.__dlpack__()
+    return PyObject_VectorcallMethod("__dlpack__", args, 1, NULL)

@@ -262,12 +262,13 @@ def test_cuda_interface_null_pointer_for_non_empty_array(host):
         dlbridge.asarray(CudaInterface(host, data=(0, False)))
 
 
-@pytest.mark.parametrize("stream", [None, 1, 2, 12345])
-def test_cuda_interface_streams(host, stream):
+@pytest.mark.parametrize("stream", [None, 1])
+def test_cuda_interface_streams_needing_no_order(host, stream):
+    # None: nothing to wait for; 1: the legacy default stream, dlbridge's own.
     assert dlbridge.asarray(CudaInterface(host, stream=stream)).shape == (3, 4)
 
 
-@pytest.mark.parametrize("stream", [0, True, 1.0, "1"])
+@pytest.mark.parametrize("stream", [0, -1, True, 1.0, "1"])
 def test_cuda_interface_bad_stream_raises_value_error(host, stream):
     with pytest.raises(ValueError, match="stream"):
         dlbridge.asarray(CudaInterface(host, stream=stream))
@@ -307,8 +308,7 @@ def test_cuda_interface_read_only_flag(host):
 
 def test_cuda_interface_device_memory_is_not_read_on_the_host(host):
     a = dlbridge.asarray(CudaInterface(host))
-    for action in (a.tolist, a.copy, lambda: memoryview(a), lambda: a.__array_interface__,
-                   lambda: float(a[0, 0]), lambda: dlbridge.asarray(a, dtype="float64")):
+    for action in (a.tolist, lambda: memoryview(a), lambda: a.__array_interface__, lambda: float(a[0, 0])):
         with pytest.raises(BufferError, match="host"):
             action()
     assert repr(a) == "Array(<shape (3, 4)>, dtype=float32, device=cuda:0)"
@@ -925,10 +925,8 @@ def test_device_argument():
     n = np.arange(3)
     assert dlbridge.asarray(n, device="cpu").data_ptr == n.ctypes.data
     assert dlbridge.asarray([1, 2], device=Device("cpu")).device == "cpu"
-    with pytest.raises(ValueError, match="cuda"):
-        dlbridge.asarray([1, 2], device="cuda")
-    with pytest.raises(ValueError, match="cuda"):
-        dlbridge.asarray(bytearray(2), device="cuda:1")
+    with pytest.raises(ValueError, match="copy=False, but moving data from cpu to cuda:1 needs a copy"):
+        dlbridge.asarray(bytearray(2), device="cuda:1", copy=False)
 
 
 def test_from_dlpack_and_asarray_agree():

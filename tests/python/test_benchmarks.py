@@ -39,6 +39,9 @@ COPIES = [
     for size in ("2 MiB", "128 MiB") for dtype in ("f32", "f64") for p in ((2, 1, 0), (0, 2, 3, 1))
 ]
 CALLGRIND = ["callgrind Ir: dlbridge.from_dlpack(np_arr) / np.from_dlpack(np_arr)"]
+GPU = ["contiguous copy", "fill", "same-size cast", "2-D transpose", "N-d strided copy", "pinned host to device",
+       "pinned device to host", "from_dlpack(torch cuda)", "torch .contiguous() (transpose)",
+       "cupy ascontiguousarray (transpose)"]
 
 
 def table_rows(stdout):
@@ -78,7 +81,7 @@ def test_run_quick_has_every_row():
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     rows = table_rows(result.stdout)
-    expected = EXCHANGE + CYTHON + COPIES + CALLGRIND
+    expected = EXCHANGE + CYTHON + COPIES + CALLGRIND + GPU
     assert sorted(rows) == sorted(expected), result.stdout
     try:
         import torch  # noqa: F401
@@ -94,6 +97,9 @@ def test_run_quick_has_every_row():
     for name in COPIES:
         check_row(name, rows[name], stdout=out)
     check_row(CALLGRIND[0], rows[CALLGRIND[0]], may_skip=shutil.which("valgrind") is None, stdout=out)
+    for name in GPU:
+        check_row(name, rows[name], may_skip=dlbridge.build_info()["gpu_count"] == 0 or "cupy" in name,
+                  stdout=out)
     assert re.search(r"^machine: .+, \d+ logical CPUs", result.stdout, re.M), result.stdout
     assert re.search(r"^goals met: \d+ of \d+", result.stdout, re.M), result.stdout
 

@@ -211,17 +211,6 @@ def test_from_dlpack_copy_must_be_a_bool_or_none():
         dlbridge.from_dlpack(np.arange(3), copy=1)
 
 
-def test_from_dlpack_copy_true_of_device_memory_the_producer_did_not_copy():
-    mt = ManagedTensor(range(3), device=(2, 0))
-    producer = Producer(mt, device=(2, 0))
-    with pytest.raises(BufferError, match=exactly(
-            "from_dlpack: copy=True on cuda:0 needs the producer to copy, and it did not")):
-        dlbridge.from_dlpack(producer, copy=True)
-    assert producer.calls[-1]["copy"] is True
-    gc.collect()
-    assert mt.deleter_calls == 1
-
-
 def test_asarray_array_interface_without_data_and_without_buffer():
     obj = HostInterface({"shape": (3,), "typestr": "<f8", "version": 3})
     with pytest.raises(BufferError, match=exactly(
@@ -356,20 +345,22 @@ def test_dlpack_dl_device_messages():
     a = dlbridge.zeros(2)
     with pytest.raises(TypeError, match=exactly("dl_device must be a (device_type, device_id) tuple, got [1, 0]")):
         a.__dlpack__(max_version=(1, 3), dl_device=[1, 0])
-    with pytest.raises(BufferError, match=exactly("cannot export an array on cpu to device (2, 0)")):
-        a.__dlpack__(max_version=(1, 3), dl_device=(2, 0))
-    with pytest.raises(BufferError, match=exactly("cannot export an array on cuda:0 to device (1, 0)")):
-        on_cuda().__dlpack__(max_version=(1, 3), dl_device=(1, 0))
+    with pytest.raises(BufferError, match=exactly("cannot export an array on cpu to device (1, 1): the CPU is device 0")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(1, 1))
+    with pytest.raises(BufferError, match=exactly("cannot export an array on cpu to device (99, 0): "
+                                                  "device type 99 is not a DLPack device type")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(99, 0))
+    with pytest.raises(BufferError, match=exactly("cannot export an array on cpu to device (10, 0): "
+                                                  "dlbridge cannot copy data to or from rocm")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(10, 0))
+    with pytest.raises(BufferError, match=exactly("copy=False, but exporting an array on cpu to device (2, 0) "
+                                                  "needs a copy")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(2, 0), copy=False)
 
 
 def test_dlpack_copy_message():
     with pytest.raises(TypeError, match=exactly("copy must be True, False or None, got 1")):
         dlbridge.zeros(2).__dlpack__(max_version=(1, 3), copy=1)
-
-
-def test_dlpack_copy_true_of_device_memory():
-    with pytest.raises(BufferError, match=exactly("copy=True needs host-accessible memory; this array is on cuda:0")):
-        on_cuda().__dlpack__(max_version=(1, 3), copy=True)
 
 
 @pytest.mark.parametrize("max_version", [None, (0, 8)])
@@ -411,11 +402,8 @@ def test_buffer_contiguity_request_messages(flags, message):
     ("__array_interface__", lambda a: a.__array_interface__),
     ("the buffer protocol", memoryview),
     ("tolist()", lambda a: a.tolist()),
-    ("copy()", lambda a: a.copy()),
     ("float()", lambda a: float(a[0, 0])),
     ("int()", lambda a: int(a[0, 0])),
-    ("dtype conversion", lambda a: dlbridge.asarray(a, dtype="float64")),
-    ("copy=True", lambda a: dlbridge.from_dlpack(a, copy=True)),
 ])
 def test_host_access_to_device_memory_messages(what, action):
     with pytest.raises(BufferError, match=exactly(f"{what} needs host-accessible memory; this array is on cuda:0")):

@@ -120,7 +120,7 @@ def test_cpu_work_is_independent_of_cuda_availability():
         # Asking for a GPU then fails cleanly, never crashes.
         with pytest.raises(RuntimeError, match="no CUDA device is available"):
             dlbridge.zeros(3, device="cuda")
-        with pytest.raises((ValueError, BufferError)):
+        with pytest.raises(RuntimeError, match="no CUDA device is available"):
             dlbridge.from_dlpack(a, device="cuda")
         with pytest.raises(BufferError):
             a.__dlpack__(max_version=(1, 3), dl_device=(2, 0))

@@ -2,6 +2,7 @@
 // import/export of DLPack managed tensors (versioned and legacy).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -96,7 +97,8 @@ class tensor {
     std::swap(device_, o.device_);
     std::swap(ndim_, o.ndim_);
     std::swap(readonly_, o.readonly_);
-    std::swap(dims_, o.dims_);
+    std::swap(heap_dims_, o.heap_dims_);
+    std::swap(inline_dims_, o.inline_dims_);
   }
 
   // New C-contiguous host memory, uninitialised. Throws std::length_error when
@@ -233,7 +235,8 @@ class tensor {
   // A DLTensor describing this tensor; it points into the tensor, so it is
   // valid while the tensor lives and keeps nothing alive.
   [[nodiscard]] DLTensor dltensor() const noexcept {
-    return {data_, device_, ndim_, dtype_, ndim_ ? dims_.get() : nullptr, ndim_ ? dims_.get() + ndim_ : nullptr, 0};
+    auto* d = const_cast<std::int64_t*>(dims());  // DLTensor has no const shape; consumers must not write it
+    return {data_, device_, ndim_, dtype_, ndim_ ? d : nullptr, ndim_ ? d + ndim_ : nullptr, 0};
   }
 
   // A checked typed view: View::from(dltensor()), so import_failure names the
@@ -248,12 +251,12 @@ class tensor {
   [[nodiscard]] dtype type() const noexcept { return dtype_; }
   [[nodiscard]] dlb::device device() const noexcept { return device_; }
   [[nodiscard]] std::int32_t ndim() const noexcept { return ndim_; }
-  [[nodiscard]] extents_t shape() const noexcept { return {dims_.get(), std::size_t(ndim_)}; }
+  [[nodiscard]] extents_t shape() const noexcept { return {dims(), std::size_t(ndim_)}; }
   [[nodiscard]] extents_t strides() const noexcept {
-    return {dims_ ? dims_.get() + ndim_ : nullptr, std::size_t(ndim_)};
+    return {dims() + ndim_, std::size_t(ndim_)};
   }
-  [[nodiscard]] std::int64_t shape(std::int32_t i) const noexcept { return dims_[i]; }
-  [[nodiscard]] std::int64_t stride(std::int32_t i) const noexcept { return dims_[ndim_ + i]; }
+  [[nodiscard]] std::int64_t shape(std::int32_t i) const noexcept { return dims()[i]; }
+  [[nodiscard]] std::int64_t stride(std::int32_t i) const noexcept { return dims()[ndim_ + i]; }
   [[nodiscard]] bool readonly() const noexcept { return readonly_; }
   void set_readonly(bool r) noexcept { readonly_ = r; }
   // Sizes were checked when the tensor was made, so these cannot overflow.
@@ -286,12 +289,13 @@ class tensor {
 
   void set_dims(extents_t shape, extents_t strides) {
     ndim_ = std::int32_t(shape.size());
-    dims_ = ndim_ ? std::make_unique<std::int64_t[]>(2 * std::size_t(ndim_)) : nullptr;
-    std::copy(shape.begin(), shape.end(), dims_.get());
+    heap_dims_ = ndim_ > inline_ndim ? std::make_unique<std::int64_t[]>(2 * std::size_t(ndim_)) : nullptr;
+    std::int64_t* out = dims();
+    std::copy(shape.begin(), shape.end(), out);
     if (strides.empty())
-      c_strides(shape, {dims_.get() + ndim_, std::size_t(ndim_)});
+      c_strides(shape, {out + ndim_, std::size_t(ndim_)});
     else
-      std::copy(strides.begin(), strides.end(), dims_.get() + ndim_);
+      std::copy(strides.begin(), strides.end(), out + ndim_);
   }
 
   // The managed struct, then shape and strides, in one block; manager_ctx
@@ -302,7 +306,7 @@ class tensor {
     auto* m = static_cast<Managed*>(std::calloc(1, bytes));
     if (!m) throw std::bad_alloc();
     auto* dims = reinterpret_cast<std::int64_t*>(m + 1);
-    std::copy_n(dims_.get(), 2 * std::size_t(ndim_), dims);
+    std::copy_n(this->dims(), 2 * std::size_t(ndim_), dims);
     DLTensor& t = m->dl_tensor;
     t.data = size() ? data_ : nullptr;
     t.device = device_;
@@ -328,7 +332,15 @@ class tensor {
   dlb::device device_{};
   std::int32_t ndim_ = 0;
   bool readonly_ = false;
-  std::unique_ptr<std::int64_t[]> dims_;  // shape, then strides
+  // Shape, then strides: in the tensor itself up to inline_ndim axes (no
+  // allocation for the arrays most exchanges carry), else on the heap.
+  [[nodiscard]] std::int64_t* dims() noexcept { return heap_dims_ ? heap_dims_.get() : inline_dims_.data(); }
+  [[nodiscard]] const std::int64_t* dims() const noexcept {
+    return heap_dims_ ? heap_dims_.get() : inline_dims_.data();
+  }
+  static constexpr std::int32_t inline_ndim = 4;
+  std::array<std::int64_t, 2 * inline_ndim> inline_dims_{};
+  std::unique_ptr<std::int64_t[]> heap_dims_;
 };
 
 }  // namespace dlb
