@@ -629,8 +629,10 @@ cdef Array _index(Array a, key):
 def from_dlpack(x, /, *, device=None, copy=None):
     """An Array sharing the memory of any DLPack producer (array API).
 
-    Asks ``x.__dlpack__`` for a DLPack 1.3 capsule and falls back to the
-    legacy protocol for producers older than DLPack 1.0. ``copy=True`` always
+    Uses the DLPack C exchange API of ``type(x)`` when it has one (PyTorch
+    does) and neither ``device`` nor ``copy`` is given; otherwise asks
+    ``x.__dlpack__`` for a DLPack 1.3 capsule, falling back to the legacy
+    protocol for producers older than DLPack 1.0. ``copy=True`` always
     copies (the result is writable); ``copy=False`` raises ValueError if a copy
     would be needed; ``device`` asks for the data on another device.
     """
