@@ -392,7 +392,7 @@ std::optional<dlb::tensor> import(const decoded& d) {
   } catch (const dlb::import_failure& e) {
     expect(released == 1, "a refused tensor was not released exactly once");
     expect_well_formed(e.error(), t.ndim);
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::invalid_argument&) {
     expect(d.route == 2 && t.strides && d.stride_count != d.axes, "an unexpected std::invalid_argument");
     expect(released == 1, "a refused adopt did not release exactly once");
   }
