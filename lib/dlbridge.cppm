@@ -114,6 +114,7 @@ using dlb::extents_t;
 using dlb::checked_mul;
 using dlb::checked_add;
 using dlb::element_count;
+using dlb::stride_volume;
 using dlb::is_empty;
 using dlb::is_c_contiguous;
 using dlb::is_f_contiguous;
