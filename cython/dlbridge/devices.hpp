@@ -57,38 +57,29 @@ inline tensor empty_on(device where, extents_t shape, dtype type) {
 // device's legacy default stream: work dlbridge queues elsewhere is ordered
 // back onto it, and data imported from a producer is ordered onto it.
 
-// Makes `consumer` wait, without blocking the host, for the work queued so far
-// on the legacy default stream of t's device (__dlpack__(stream=...)).
-// Nothing to do for memory that no stream writes, or when consumer is the
-// legacy stream itself.
-inline void order_for_consumer([[maybe_unused]] const tensor& t, [[maybe_unused]] std::uintptr_t consumer) {
-  if (consumer <= 1 || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged)) return;
+// Makes `waiter` wait, without blocking the host, for the work queued so far
+// on `waited` (an event recorded on one, waited on by the other), on t's
+// device. Nothing to do for memory that no stream writes, or when both are
+// the legacy stream.
+inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] std::uintptr_t waiter,
+                          [[maybe_unused]] std::uintptr_t waited) {
+  if ((waiter <= 1 && waited <= 1) || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged)) return;
 #if DLBRIDGE_HAVE_CUDA
   namespace cr = cuda_runtime;
-  const auto s = reinterpret_cast<cr::stream_t>(consumer);
   cr::require_device();
   const cr::device_guard on(t.device().type == kDLCUDA ? t.device().id : -1);
-  cr::order_after(s, cr::legacy_stream());
+  cr::order_after(reinterpret_cast<cr::stream_t>(waiter), reinterpret_cast<cr::stream_t>(waited));
 #else
   no_cuda();
 #endif
 }
 
-// The other direction: makes the legacy default stream of t's device wait for
-// the work queued so far on `producer`, the stream an imported array is ready
-// on (a CUDA array interface's "stream", an exchange API's work stream).
-inline void order_after_producer([[maybe_unused]] const tensor& t, [[maybe_unused]] std::uintptr_t producer) {
-  if (producer <= 1 || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged)) return;
-#if DLBRIDGE_HAVE_CUDA
-  namespace cr = cuda_runtime;
-  const auto s = reinterpret_cast<cr::stream_t>(producer);
-  cr::require_device();
-  const cr::device_guard on(t.device().type == kDLCUDA ? t.device().id : -1);
-  cr::order_after(cr::legacy_stream(), s);
-#else
-  no_cuda();
-#endif
-}
+// __dlpack__(stream=consumer): the consumer's stream waits for the legacy one.
+inline void order_for_consumer(const tensor& t, std::uintptr_t consumer) { order_streams(t, consumer, 1); }
+
+// An import ready on `producer` (a CUDA array interface's "stream", an
+// exchange API's work stream): the legacy stream waits for it.
+inline void order_after_producer(const tensor& t, std::uintptr_t producer) { order_streams(t, 1, producer); }
 
 // A new C-contiguous tensor on `where` holding src's elements converted to
 // `type`. Work on a GPU is queued on `stream`, ordered after and then before

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dlbridge
+from dlpack_ctypes import FLAG_IS_COPIED, Consumed
 from gpu import needs_gpu
 
 torch = pytest.importorskip("torch")
@@ -64,8 +65,10 @@ def test_from_dlpack_device_moves():
 
 def test_dlpack_host_copy_is_flagged_copied():
     d = dlbridge.full(3, 7, dtype="int32", device="cuda")
-    n = np.from_dlpack(d, device="cpu")
-    assert n.tolist() == [7, 7, 7]
+    assert np.from_dlpack(d, device="cpu").tolist() == [7, 7, 7]
+    c = Consumed(d.__dlpack__(max_version=(1, 3), dl_device=(1, 0)))
+    assert c.flags & FLAG_IS_COPIED and c.device == (1, 0) and c.tensor.data != d.data_ptr
+    c.release()
     with pytest.raises(BufferError, match="copy=False"):
         d.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
 
