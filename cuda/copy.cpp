@@ -47,12 +47,15 @@ void check_packed(dtype t, extents_t shape, extents_t strides) {
 // (a permutation of C order, strides of any sign): then its byte span holds
 // exactly its elements.
 bool is_dense(extents_t shape, extents_t strides) {
-  std::array<std::array<std::int64_t, 2>, max_ndim> axes{};  // |stride|, extent
+  // |stride| unsigned: a stride may be INT64_MIN.
+  std::array<std::array<std::uint64_t, 2>, max_ndim> axes{};  // |stride|, extent
   std::size_t n = 0;
   for (std::size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] > 1) axes[n++] = {strides[i] < 0 ? -strides[i] : strides[i], shape[i]};
+    if (shape[i] > 1)
+      axes[n++] = {strides[i] < 0 ? 0 - std::uint64_t(strides[i]) : std::uint64_t(strides[i]),
+                   std::uint64_t(shape[i])};
   std::sort(axes.begin(), axes.begin() + std::ptrdiff_t(n));
-  std::int64_t expected = 1;
+  std::uint64_t expected = 1;  // at most the element count
   for (std::size_t i = 0; i < n; ++i) {
     if (axes[i][0] != expected) return false;
     expected *= axes[i][1];
@@ -96,6 +99,8 @@ void upload(const tensor& src, const tensor& dst, stream_t stream) {
   tensor packed;
   const void* first = src.data();
   extents_t strides = src.strides();
+  // Dense, the span [lo, lo + nbytes) holds exactly the elements: the staging
+  // size is nbytes, which validate() bounds, never a width hi - lo past int64.
   std::int64_t lo = 0, bytes = src.nbytes();
   if (is_dense(src.shape(), src.strides())) {
     lo = byte_span(src.shape(), src.strides(), src.type())->lo;

@@ -2,8 +2,13 @@ cimport dlbridge.cpp as cpp
 
 
 cdef class Array:
+    # Empty (has_value() false) until __init__ or wrap() sets it, and then
+    # never changed: views, exports and released buffers point into it.
     cdef cpp.tensor t
     cdef object __weakref__
+    # Always None: Cython makes a type collectable only when it has an object
+    # field, and _array.pyx replaces the collector's slots to follow `t`.
+    cdef object _gc_anchor
 
     cdef cpp.tensor _copy_tensor(self) except *
 

@@ -2,11 +2,14 @@
 """The Array type and the functions that make Arrays: from_dlpack, asarray,
 empty, zeros, full; and build_info()."""
 import operator
+import sys
 import warnings
+
+cimport cython
 
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FORMAT,
                              PyBUF_ND, PyBUF_RECORDS_RO, PyBUF_STRIDES, PyBUF_WRITABLE)
-from cpython.buffer cimport PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uint64_t, uint8_t, uintptr_t
@@ -147,10 +150,43 @@ cdef DType _dtype_of_value(value):
 # ---------------------------------------------------------------------------
 # The Array type
 
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void*)
+
+
 cdef Array wrap(cpp.tensor& t):
     cdef Array a = Array.__new__(Array)
     a.t = move(t)
+    if cpp.python_owner(a.t) == NULL:
+        PyObject_GC_UnTrack(<void*>a)  # it refers to no Python object: it cannot be in a cycle
     return a
+
+
+cdef Array _view(Array base, cpp.tensor& t):
+    """wrap(t) for a view of base's memory. Where a Python object holds that
+    memory, the view holds base rather than sharing its keeper: every Array
+    then has a keeper of its own, whose reference the collector can follow."""
+    cdef PyObject* owner = cpp.python_owner(base.t)
+    if owner == NULL:
+        return wrap(t)
+    root = base
+    if isinstance(<object>owner, Array):
+        root = <object>owner  # base is itself such a view: hold the Array it holds
+    Py_INCREF(root)
+    cdef cpp.tensor kept = t.kept_by(cpp.release_object, <void*>root)
+    return wrap(kept)
+
+
+cdef inline int _require(Array a) except -1:
+    """Refuses an Array that holds no memory (see _not_initialised)."""
+    if not a.t.has_value():
+        raise _not_initialised(a)
+    return 0
+
+
+cdef object _not_initialised(Array a):
+    return ValueError(f"this {type(a).__name__} holds no array: it was made by {type(a).__name__}.__new__ "
+                      f"without Array.__init__ (a subclass's __init__ must call it)")
 
 
 cdef inline char* _element(const cpp.tensor& t, int64_t offset) noexcept nogil:
@@ -167,7 +203,17 @@ cdef object _tolist(const cpp.tensor& t, int axis, int64_t offset):
     return [_tolist(t, axis + 1, offset + i * step) for i in range(t.shape(axis))]
 
 
+def _value_at(Array a, tuple index):
+    """The element at a full index, for repr (which reads no other element)."""
+    _require_host(a, "reading values")
+    cdef int64_t offset = 0
+    for axis, i in enumerate(index):
+        offset += <int64_t>i * a.t.stride(axis)
+    return _to_python(cpp.load(a.t.type(), _element(a.t, offset), offset if a.t.type().is_subbyte() else 0))
+
+
 cdef _require_host(Array a, str what):
+    _require(a)
     if not a.t.get_device().is_host_accessible():
         raise BufferError(f"{what} needs host-accessible memory; this array is on {a.device}")
 
@@ -202,10 +248,10 @@ cdef cpp.device _export_device(Array a, dl_device) except *:
 cdef uintptr_t _consumer_stream(stream, cpp.device target) except? 0:
     """The consumer's stream of ``__dlpack__(stream=...)`` as a cudaStream_t
     value, 0 for -1 (no ordering); DLPack's rules for CUDA devices."""
-    if target.type == cpp.kDLCPU or target.type == cpp.kDLCUDAHost:
-        raise ValueError(f"stream must be None for arrays on {device_from_cpp(target)}, got {stream!r}")
     if type(stream) is not int:
         raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
+    if target.type == cpp.kDLCPU or target.type == cpp.kDLCUDAHost:
+        raise ValueError(f"stream must be None for arrays on {device_from_cpp(target)}, got {stream!r}")
     if stream == 0:
         raise ValueError("stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy "
                          "default stream, 2 for the per-thread one, or -1 for no synchronisation")
@@ -251,64 +297,83 @@ cdef class Array:
 
     def __init__(self, obj, *, dtype=None, copy=None):
         cdef Array a = asarray(obj, dtype=dtype, copy=copy)
+        # Checked after asarray, which may release the GIL, and set with no
+        # release in between: of two threads initialising one Array, one wins.
+        if self.t.has_value():
+            raise ValueError(f"Array.__init__ was called on an initialised {type(self).__name__}: an Array's "
+                             f"memory never changes once it has some (views and exports point into it); "
+                             f"make a new Array instead")
         self.t = a.t
 
     # -- description --------------------------------------------------------
     @property
     def shape(self):
+        _require(self)
         return tuple([self.t.shape(i) for i in range(self.t.ndim())])
 
     @property
     def strides(self):
         """Strides in elements, as DLPack counts them (NumPy counts bytes)."""
+        _require(self)
         return tuple([self.t.stride(i) for i in range(self.t.ndim())])
 
     @property
     def dtype(self):
+        _require(self)
         return dtype_from_cpp(self.t.type())
 
     @property
     def device(self):
+        _require(self)
         return device_from_cpp(self.t.get_device())
 
     @property
     def ndim(self):
+        _require(self)
         return self.t.ndim()
 
     @property
     def size(self):
+        _require(self)
         return self.t.size()
 
     @property
     def itemsize(self):
+        _require(self)
         return self.t.type().itemsize()
 
     @property
     def nbytes(self):
         """Bytes the elements occupy (packed for sub-byte dtypes)."""
+        _require(self)
         return self.t.nbytes()
 
     @property
     def readonly(self):
+        _require(self)
         return self.t.readonly()
 
     @property
     def data_ptr(self):
         """Address of the first element."""
+        _require(self)
         return <uintptr_t>self.t.data()
 
     def __len__(self):
+        _require(self)
         if self.t.ndim() == 0:
             raise TypeError("len() of a 0-d array")
         return self.t.shape(0)
 
     def __iter__(self):
+        _require(self)
         if self.t.ndim() == 0:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.t.shape(0)))
 
     # -- DLPack producer ----------------------------------------------------
     def __dlpack_device__(self):
+        _require(self)
         cdef cpp.device d = self.t.get_device()
         return (_device_types[d.type], d.id)
 
@@ -322,6 +387,7 @@ cdef class Array:
         ``dl_device`` on another device, or ``copy=True``, exports a copy
         flagged IS_COPIED.
         """
+        _require(self)
         cdef cpp.device d = self.t.get_device()
         cdef cpp.device target = d
         cdef bint versioned = False
@@ -364,6 +430,7 @@ cdef class Array:
         (an int as in ``__dlpack__``, or an object with ``__cuda_stream__``;
         None is the legacy default stream), ordered after the work that wrote
         this array and before later dlbridge work, without blocking the host."""
+        _require(self)
         cdef Device target = as_device(device)
         cdef uintptr_t s = _stream_argument(stream)
         if target.value == self.t.get_device():
@@ -376,6 +443,7 @@ cdef class Array:
         """The CUDA array interface (version 3) of an array on a GPU, pinned
         or managed memory; absent (AttributeError) elsewhere. Its ``stream``
         is 1: the data is ready in the order of the legacy default stream."""
+        _require(self)
         cdef cpp.device d = self.t.get_device()
         if d.type != cpp.kDLCUDA and d.type != cpp.kDLCUDAManaged and d.type != cpp.kDLCUDAHost:
             raise AttributeError(f"__cuda_array_interface__ is only defined for arrays in CUDA memory; "
@@ -461,6 +529,7 @@ cdef class Array:
     def copy(self):
         """A new C-contiguous, writable array with the same values, on the
         same device."""
+        _require(self)
         cdef cpp.tensor out = self._copy_tensor()
         return wrap(out)
 
@@ -470,6 +539,7 @@ cdef class Array:
         return _tolist(self.t, 0, 0)
 
     def _scalar(self, kind):
+        _require(self)
         if self.t.size() != 1:
             raise TypeError(f"only arrays with one element convert to {kind.__name__}, "
                             f"got shape {self.shape}")
@@ -489,16 +559,46 @@ cdef class Array:
         return self._scalar(complex)
 
     def __index__(self):
+        _require(self)
         if self.t.type().code != cpp.kDLInt and self.t.type().code != cpp.kDLUInt:
             raise TypeError(f"only integer arrays can be used as an index, got {self.dtype.name}")
         return self._scalar(int)
 
     def __repr__(self):
+        if not self.t.has_value():
+            return f"<{type(self).__name__} holding no array>"
         from dlbridge._format import format_array
-        return format_array(self)
+        return format_array(self, _value_at)
+
+    # -- pickling and copy.copy ------------------------------------------------
+    def __reduce_ex__(self, protocol):
+        """Pickles by value (CPU arrays only): the elements in C order and the
+        read-only flag; with protocol 5 the elements travel as a
+        pickle.PickleBuffer, out of band when the pickler takes buffers."""
+        _require(self)
+        if self.t.get_device().type != cpp.kDLCPU:
+            raise TypeError(f"cannot pickle an Array on {self.device}: a pickle holds host memory; "
+                            f"copy the array to the CPU first (a.to_device('cpu'))")
+        cdef Array c = self if self.t.is_c_contiguous() else self.copy()
+        cdef _Bytes raw = _Bytes.__new__(_Bytes)
+        raw.a = c
+        raw.readonly = self.t.readonly()
+        if protocol < 5:
+            data = bytes(memoryview(raw))
+        else:
+            from pickle import PickleBuffer
+            data = PickleBuffer(raw)
+        return _from_pickle, (data, self.dtype.name, self.shape, bool(self.t.readonly()))
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
 
     # -- views ----------------------------------------------------------------
     def __getitem__(self, key):
+        _require(self)
         return _index(self, key)
 
     @property
@@ -509,6 +609,7 @@ cdef class Array:
     def transpose(self, *axes):
         """A view with permuted axes: ``transpose()`` reverses them;
         ``transpose(1, 0, 2)`` or ``transpose((1, 0, 2))`` permutes them."""
+        _require(self)
         cdef int ndim = self.t.ndim()
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
@@ -531,7 +632,87 @@ cdef class Array:
             steps[i] = self.t.stride(a)
         cdef cpp.tensor out = self.t.restrided(self.t.data(), cpp.extents_t(dims, ndim),
                                                cpp.extents_t(steps, ndim))
-        return wrap(out)
+        return _view(self, out)
+
+
+# The collector's view of an Array: the Python object its keeper holds, when
+# the keeper is the Array's alone (see python.hpp: sole_python_owner), and
+# clearing drops the memory. Without this, a cycle such as
+# `o.a = asarray(o)` would never be collected.
+cdef extern from *:
+    """
+    static void dlbridge_set_gc_slots(PyTypeObject* type, traverseproc traverse, inquiry clear) {
+      type->tp_traverse = traverse;
+      type->tp_clear = clear;
+    }
+    """
+    ctypedef int (*_visitproc "visitproc")(PyObject*, void*) noexcept
+    ctypedef int (*_traverseproc "traverseproc")(PyObject*, _visitproc, void*) noexcept
+    ctypedef int (*_inquiry "inquiry")(PyObject*) noexcept
+    void dlbridge_set_gc_slots(PyTypeObject*, _traverseproc, _inquiry)
+
+
+cdef int _traverse_array(PyObject* o, _visitproc visit, void* arg) noexcept:
+    cdef PyObject* owner = cpp.sole_python_owner((<Array>o).t)
+    return visit(owner, arg) if owner != NULL else 0
+
+
+cdef int _clear_array(PyObject* o) noexcept:
+    cdef cpp.tensor dropped
+    dropped.swap((<Array>o).t)  # the Array is empty before the owner's release runs any Python code
+    return 0
+
+
+dlbridge_set_gc_slots(<PyTypeObject*>Array, _traverse_array, _clear_array)
+
+
+@cython.auto_pickle(False)
+cdef class _Bytes:
+    """The bytes of a C-contiguous CPU Array as one flat buffer, whatever its
+    dtype (packed ones included): what Array.__reduce_ex__ pickles."""
+    cdef Array a
+    cdef bint readonly
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        PyBuffer_FillInfo(buffer, self, self.a.t.data(), self.a.t.nbytes(), self.readonly, flags)
+
+
+def _from_pickle(data, str dtype, shape, bint readonly):
+    """Array.__reduce_ex__'s inverse: the Array whose elements, in C order,
+    are the bytes of `data` (any contiguous buffer). Shares them where it can;
+    copies them where the buffer is read-only but the array was not."""
+    cdef DType dt = as_dtype(dtype)
+    cdef str name = "unpickling an Array"
+    shape, nbytes = _checked_shape(shape, dt, name)
+    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
+    if view == NULL:
+        raise MemoryError()
+    try:
+        PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
+    except BaseException:
+        free(view)
+        raise
+    cdef cpp.tensor t
+    cdef int64_t[64] dims
+    cdef bint handed_over = False
+    try:
+        if view.len != nbytes:
+            raise ValueError(f"{name}: {dt.name} of shape {shape} takes {nbytes} bytes; the pickle holds {view.len}")
+        if readonly or not view.readonly:
+            for i, e in enumerate(shape):
+                dims[i] = e
+            handed_over = True  # adopt releases the buffer from here on, on failure too
+            t = cpp.tensor.adopt(view.buf, dt.value, cpp.device(cpp.kDLCPU, 0), cpp.extents_t(dims, len(shape)),
+                                 cpp.extents_t(), readonly or view.readonly, cpp.release_buffer, view)
+        else:
+            t = _allocate(shape, dt, None, name)
+            if nbytes:
+                memcpy(t.data(), view.buf, nbytes)
+    finally:
+        if not handed_over:
+            PyBuffer_Release(view)
+            free(view)
+    return wrap(t)
 
 
 cdef object _index_int(k):
@@ -549,19 +730,25 @@ cdef Array _index(Array a, key):
     if not isinstance(key, tuple):
         key = (key,)
     cdef int ndim = a.t.ndim()
-    cdef int consumed = 0
-    cdef int ellipses = 0
+    cdef Py_ssize_t ints = 0, slices = 0, added = 0, ellipses = 0
     for k in key:
         if k is Ellipsis:
             ellipses += 1
-        elif k is not None:
-            if not isinstance(k, slice):
-                _index_int(k)
-            consumed += 1
+        elif k is None:
+            added += 1
+        elif isinstance(k, slice):
+            slices += 1
+        else:
+            _index_int(k)
+            ints += 1
     if ellipses > 1:
         raise IndexError("an index can only have a single Ellipsis")
-    if consumed > ndim:
-        raise IndexError(f"too many indices: the array is {ndim}-dimensional, but {consumed} were indexed")
+    if ints + slices > ndim:
+        raise IndexError(f"too many indices: the array is {ndim}-dimensional, but {ints + slices} were indexed")
+    # Every axis survives but those an int takes; each None adds one. Checked
+    # before any axis is written, so every key form stays within max_ndim.
+    if ndim - ints + added > cpp.max_ndim:
+        raise IndexError(f"the result would have {ndim - ints + added} axes; at most {cpp.max_ndim} are allowed")
     cdef int64_t[64] dims
     cdef int64_t[64] steps
     cdef int out = 0
@@ -569,14 +756,12 @@ cdef Array _index(Array a, key):
     cdef int64_t offset = 0, n, i, start, length
     for k in key:
         if k is Ellipsis:
-            for _ in range(ndim - consumed):
+            for _ in range(ndim - ints - slices):
                 dims[out] = a.t.shape(axis)
                 steps[out] = a.t.stride(axis)
                 out += 1
                 axis += 1
         elif k is None:
-            if out >= cpp.max_ndim:
-                raise IndexError(f"the result would have more than {cpp.max_ndim} axes")
             dims[out] = 1
             steps[out] = 0
             out += 1
@@ -605,8 +790,6 @@ cdef Array _index(Array a, key):
             offset += (i + n if i < 0 else i) * a.t.stride(axis)
             axis += 1
     while axis < ndim:
-        if out >= cpp.max_ndim:
-            raise IndexError(f"the result would have more than {cpp.max_ndim} axes")
         dims[out] = a.t.shape(axis)
         steps[out] = a.t.stride(axis)
         out += 1
@@ -620,7 +803,7 @@ cdef Array _index(Array a, key):
     if not a.t.type().is_subbyte():
         data += offset * <int64_t>a.t.type().itemsize()
     cdef cpp.tensor view = a.t.restrided(data, new_shape, new_strides)
-    return wrap(view)
+    return _view(a, view)
 
 
 # ---------------------------------------------------------------------------
@@ -641,7 +824,6 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if a is not None:
             return a
     cdef bint copied = False
-    cdef bint legacy = True
     cdef bint moving = False
     cdef cpp.tensor t
     cdef Device target = None
@@ -654,17 +836,21 @@ def from_dlpack(x, /, *, device=None, copy=None):
                       "that produced it (any object with __dlpack__)", DeprecationWarning, stacklevel=2)
         t = import_capsule(x, &copied)
     else:
+        # Asked first, as the protocol asks of consumers: a device DLPack does
+        # not define is refused before __dlpack__ runs.
+        source = dlpack_device(x)
         if target is not None:
-            source = dlpack_device(x)
             moving = ((source[0], source[1]) != (target.value.type, target.value.id)
                       and not _host_to_cpu(source[0], target))
             if moving and copy is False:
                 raise ValueError(f"from_dlpack: copy=False, but moving data from device "
                                  f"{tuple(source)} to {target} needs a copy")
-        # No stream is passed: None is the legacy default stream, the one
-        # dlbridge's GPU work is ordered on. dlbridge moves data itself, so a
-        # copy asked of the producer would be a second one.
-        t = import_capsule(call_dlpack(x, None, None if moving else copy, &legacy), &copied)
+        # dlbridge's GPU work is ordered on the legacy default stream: CUDA
+        # producers are told so (stream 1), so that they order their own
+        # streams' work before it. dlbridge moves data itself, so a copy
+        # asked of the producer would be a second one.
+        t = import_capsule(call_dlpack(x, _legacy_stream if source[0] in _cuda_stream_devices else None,
+                                       None if moving else copy), &copied)
     if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
         if not moving:
             raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
@@ -674,6 +860,10 @@ def from_dlpack(x, /, *, device=None, copy=None):
     if copy and not copied:
         t = _copy_to(t, t.get_device(), t.type(), 1)
     return wrap(t)
+
+
+cdef object _legacy_stream = 1
+cdef tuple _cuda_stream_devices = (int(cpp.kDLCUDA), int(cpp.kDLCUDAManaged))
 
 
 cdef bint _host_to_cpu(int source_type, Device target):
@@ -688,7 +878,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     """An Array from any array-like (array API).
 
     Accepts, in this order: Arrays; DLPack producers (NumPy, PyTorch, JAX,
-    CuPy, ...); ``__cuda_array_interface__`` (versions 0 to 3);
+    CuPy, ..., and Array subclasses, through their ``__dlpack__``); ``__cuda_array_interface__`` (versions 0 to 3);
     ``__array_interface__``; the buffer protocol; nested sequences and Python
     scalars. Shares memory unless a copy is needed or asked for.
     """
@@ -699,8 +889,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     cdef cpp.tensor t
     if copy is not None and type(copy) is not bool:
         raise TypeError(f"copy must be True, False or None, got {copy!r}")
-    if isinstance(obj, Array):
+    if type(obj) is Array:
         a = <Array>obj
+        _require(a)
     elif hasattr(type(obj), "__dlpack__"):
         a = from_dlpack(obj, device=device, copy=False if copy is False else None)
     elif hasattr(obj, "__cuda_array_interface__"):
@@ -837,11 +1028,33 @@ cdef Array _from_array_interface(obj):
     return wrap(out)
 
 
+# Buffer-protocol formats with a DLPack dtype: (kind, item size in native
+# mode "@", item size in the standard modes "=<>!"; None: not allowed there),
+# as the struct module defines them.
 cdef dict _format_kinds = {
-    "?": "bool", "b": "int", "h": "int", "i": "int", "l": "int", "q": "int", "n": "int",
-    "B": "uint", "H": "uint", "I": "uint", "L": "uint", "Q": "uint", "N": "uint",
-    "e": "float", "f": "float", "d": "float", "Zf": "complex", "Zd": "complex",
+    "?": ("bool", 1, 1), "b": ("int", 1, 1), "B": ("uint", 1, 1), "h": ("int", 2, 2), "H": ("uint", 2, 2),
+    "i": ("int", 4, 4), "I": ("uint", 4, 4), "l": ("int", sizeof(long), 4), "L": ("uint", sizeof(long), 4),
+    "q": ("int", 8, 8), "Q": ("uint", 8, 8), "n": ("int", sizeof(Py_ssize_t), None),
+    "N": ("uint", sizeof(size_t), None), "e": ("float", 2, 2), "f": ("float", 4, 4), "d": ("float", 8, 8),
+    "Zf": ("complex", 8, 8), "Zd": ("complex", 16, 16),
 }
+cdef str _foreign_order = ">!" if sys.byteorder == "little" else "<"
+
+
+cdef DType _buffer_dtype(fmt, Py_ssize_t itemsize):
+    """The dtype of a buffer's format string, which must agree with its itemsize."""
+    mode = fmt[:1] if fmt[:1] in ("@", "=", "<", ">", "!") else ""
+    entry = _format_kinds.get(fmt[len(mode):])
+    size = None if entry is None else entry[1] if mode in ("", "@") else entry[2]
+    if size is None:
+        raise BufferError(f"buffer format {fmt!r} has no DLPack dtype")
+    if size != itemsize:
+        raise BufferError(f"buffer format {fmt!r} has {size}-byte items, but the exporter reports itemsize "
+                          f"{itemsize}")
+    if mode and mode in _foreign_order and size > 1:
+        raise BufferError(f"buffer format {fmt!r} is {'big' if sys.byteorder == 'little' else 'little'}-endian; "
+                          f"only native byte order is supported")
+    return as_dtype("bool" if entry[0] == "bool" else f"{entry[0]}{size * 8}")
 
 
 cdef Array _from_buffer(obj):
@@ -857,17 +1070,14 @@ cdef Array _from_buffer(obj):
     cdef int64_t[64] dims
     cdef int64_t[64] steps
     try:
-        fmt = view.format.decode("ascii") if view.format != NULL else "B"
-        kind = _format_kinds.get(fmt.lstrip("@=<|"))
-        if fmt[:1] in (">", "!") and view.itemsize > 1:
-            raise BufferError(f"buffer format {fmt!r} is big-endian; only native byte order is supported")
-        if kind is None or fmt[:1] in (">", "!") and kind != "bool" and view.itemsize != 1:
-            raise BufferError(f"buffer format {fmt!r} has no DLPack dtype")
-        dt = as_dtype(kind if kind == "bool" else f"{kind}{view.itemsize * 8}")
+        fmt = view.format.decode("ascii", "replace") if view.format != NULL else "B"
+        dt = _buffer_dtype(fmt, view.itemsize)
         if view.suboffsets != NULL:
             raise BufferError("buffers with suboffsets (PIL-style) are not supported")
         if view.ndim < 0 or view.ndim > cpp.max_ndim:
             raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {view.ndim}")
+        if view.ndim > 0 and view.shape == NULL:
+            raise BufferError(f"buffer: the exporter ({type(obj).__name__}) reports {view.ndim} axes but no shape")
         for i in range(view.ndim):
             dims[i] = view.shape[i]
             if view.strides == NULL:  # contiguous exporters (ctypes) may leave strides out
@@ -942,21 +1152,39 @@ cdef Array _from_sequence(obj, DType want):
 
 cdef DType _common_dtype(list leaves):
     """NumPy's inference for lists: the leaves' own dtype when they all share
-    one (NumPy scalars), else the widest kind: bool < int64 (uint64 when
-    needed) < float64 < complex128."""
+    one; where some are NumPy scalars, NumPy's promotion of their dtypes with
+    those of the Python scalars (bool, int64 or uint64, float64, complex128);
+    else the widest kind of the Python scalars."""
     cdef int kind = 0
     cdef int k
     big = False
     shared = getattr(leaves[0], "dtype", None)
+    typed = set()  # the dtypes of leaves that have one
+    python_kinds = set()
     for v in leaves:
-        if shared is not None and getattr(v, "dtype", None) != shared:
+        dtype = getattr(v, "dtype", None)
+        if dtype is None:
             shared = None
+        else:
+            typed.add(dtype)
+            if shared is not None and dtype != shared:
+                shared = None
         k = _scalar_kind(v)
-        if k == 1 and not shared:
+        if k == 1 and dtype is None:
             big = big or operator.index(v) >= 2**63
+        if dtype is None:
+            python_kinds.add(k)
         kind = max(kind, k)
     if shared is not None:
         return as_dtype(shared)
+    numpy = sys.modules.get("numpy")
+    if typed and numpy is not None and all(isinstance(t, numpy.dtype) for t in typed):
+        defaults = [("bool", "uint64" if big else "int64", "float64", "complex128")[k] for k in python_kinds]
+        try:
+            return as_dtype(numpy.result_type(*typed, *defaults))
+        except TypeError:  # NumPy would make an object array
+            names = ", ".join(sorted({str(t) for t in typed} | set(defaults)))
+            raise TypeError(f"asarray: the scalars' dtypes ({names}) have no common dtype") from None
     if kind == 1 and big:
         return as_dtype("uint64")
     return as_dtype(("bool", "int64", "float64", "complex128")[kind])
@@ -965,8 +1193,9 @@ cdef DType _common_dtype(list leaves):
 # ---------------------------------------------------------------------------
 # Creation
 
-cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
-    cdef cpp.device where = cpp.device(cpp.kDLCPU, 0) if device is None else as_device(device).value
+cdef tuple _checked_shape(shape, DType dt, str name):
+    """(shape as a tuple of ints, bytes its elements take), or the error
+    `name` reports for a shape no array can have."""
     if isinstance(shape, int) or hasattr(shape, "__index__"):
         shape = (shape,)
     try:
@@ -977,14 +1206,21 @@ cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
         raise ValueError(f"{name}: expected ndim <= {cpp.max_ndim}, got {len(shape)}")
     if any(e < 0 for e in shape):
         raise ValueError(f"{name}: negative extents are not allowed, got shape {shape}")
-    cdef int64_t[64] dims
     count = 1
-    for i, e in enumerate(shape):
+    for e in shape:
         count *= e
-        dims[i] = min(e, 2**63 - 1)
     nbytes = (count * dt.bits + 7) // 8
     if count >= 2**63 or nbytes >= 2**63:
         raise ValueError(f"{name}: shape {shape} of {dt.name} is too big: {nbytes} bytes do not fit in int64")
+    return shape, nbytes
+
+
+cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
+    cdef cpp.device where = cpp.device(cpp.kDLCPU, 0) if device is None else as_device(device).value
+    shape, nbytes = _checked_shape(shape, dt, name)
+    cdef int64_t[64] dims
+    for i, e in enumerate(shape):
+        dims[i] = min(e, 2**63 - 1)
     try:
         return empty_on(where, cpp.extents_t(dims, len(shape)), dt.value)
     except MemoryError:

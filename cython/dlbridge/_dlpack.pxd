@@ -5,5 +5,5 @@ cimport dlbridge.cpp as cpp
 
 cdef object export_capsule(const cpp.tensor& t, bint versioned, uint64_t flags)
 cdef cpp.tensor import_capsule(object capsule, bint* copied) except *
-cdef object call_dlpack(object producer, object dl_device, object copy, bint* legacy)
+cdef object call_dlpack(object producer, object stream, object copy)
 cdef object dlpack_device(object producer)

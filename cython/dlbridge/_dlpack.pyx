@@ -78,11 +78,14 @@ cdef extern from "Python.h":
     object PyObject_VectorcallMethod(object name, PyObject** args, size_t nargsf, PyObject* kwnames)
 
 
-# The one keyword set per call shape, built once: a call passes C arrays, no
-# per-call dict or tuple.
+# The keyword sets of the call shapes, built once: a call passes C arrays,
+# no per-call dict or tuple.
 cdef tuple _max_version = (1, 3)
-cdef tuple _names_versioned = ("max_version",)
-cdef tuple _names_all = ("max_version", "dl_device", "copy")
+cdef tuple _names = ("max_version",)
+cdef tuple _names_copy = ("max_version", "copy")
+cdef tuple _names_stream = ("stream", "max_version")
+cdef tuple _names_stream_copy = ("stream", "max_version", "copy")
+cdef tuple _names_stream_only = ("stream",)
 
 
 cdef _not_a_producer(object producer):
@@ -91,31 +94,44 @@ cdef _not_a_producer(object producer):
 
 
 cdef object dlpack_device(object producer):
-    """The producer's (device_type, device_id)."""
+    """The producer's (device_type, device_id), checked: TypeError for what is
+    not a pair of ints, BufferError for a device DLPack does not define."""
     if getattr(type(producer), "__dlpack__", None) is None:
         raise _not_a_producer(producer)
-    return producer.__dlpack_device__()
+    device = producer.__dlpack_device__()
+    if (type(device) is not tuple or len(device) != 2 or not isinstance(device[0], int)
+            or not isinstance(device[1], int) or isinstance(device[0], bool) or isinstance(device[1], bool)):
+        raise TypeError(f"from_dlpack: __dlpack_device__() must return a (device_type, device_id) tuple "
+                        f"of ints, got {device!r}")
+    if not (-2**63 <= device[0] < 2**63 and cpp.is_dlpack_device_type(device[0])) or not 0 <= device[1] < 2**31:
+        raise BufferError(f"from_dlpack: __dlpack_device__() returned {device!r}, which is not a DLPack "
+                          f"device (a DLDeviceType code and a device id >= 0)")
+    return device
 
 
-cdef object call_dlpack(object producer, object dl_device, object copy, bint* legacy):
-    """Asks `producer` for a capsule the DLPack 1.3 way, retrying without the
-    newer keywords when it raises TypeError (a producer older than DLPack 1.0);
-    `legacy` then reports that dl_device and copy were not passed. No stream
-    is passed: None is the legacy default stream, dlbridge's GPU stream."""
+cdef object call_dlpack(object producer, object stream, object copy):
+    """Asks `producer` for a capsule the DLPack 1.3 way (stream and copy are
+    passed unless None), retrying with the stream alone when it raises
+    TypeError (a producer older than DLPack 1.0)."""
     cdef PyObject* args[4]
     args[0] = <PyObject*>producer
-    args[1] = <PyObject*>_max_version
-    args[2] = <PyObject*>dl_device
-    args[3] = <PyObject*>copy
-    cdef bint all_names = dl_device is not None or copy is not None
-    legacy[0] = False
+    cdef Py_ssize_t n = 1
+    if stream is not None:
+        args[n] = <PyObject*>stream
+        n += 1
+    args[n] = <PyObject*>_max_version
+    n += 1
+    if copy is not None:
+        args[n] = <PyObject*>copy
+        n += 1
+    names = (_names_stream_copy if copy is not None else _names_stream) if stream is not None else \
+            (_names_copy if copy is not None else _names)
     try:
-        return PyObject_VectorcallMethod("__dlpack__", args, 1,
-                                         <PyObject*>(_names_all if all_names else _names_versioned))
+        return PyObject_VectorcallMethod("__dlpack__", args, 1, <PyObject*>names)
     except AttributeError:
         if getattr(type(producer), "__dlpack__", None) is None:
             raise _not_a_producer(producer) from None
         raise
     except TypeError:
-        legacy[0] = True
-    return PyObject_VectorcallMethod("__dlpack__", args, 1, NULL)
+        pass
+    return PyObject_VectorcallMethod("__dlpack__", args, 1, <PyObject*>_names_stream_only if stream is not None else NULL)

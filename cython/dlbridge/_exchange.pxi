@@ -40,6 +40,7 @@ cdef Array _array_argument(void* py_object, str slot):
     obj = <object>py_object
     if not isinstance(obj, Array):
         raise TypeError(f"{slot}: expected a dlbridge.Array, got {type(obj).__name__}")
+    _require(<Array>obj)
     return <Array>obj
 
 
@@ -179,30 +180,85 @@ cdef str _api_attribute = "__dlpack_c_exchange_api__"  # identifier-like literal
 cdef str _int_api_attribute = "__c_dlpack_exchange_api__"
 
 
-cdef const cpp.DLPackExchangeAPI* _read_exchange_api(PyTypeObject* tp) noexcept:
-    """The DLPack 1.x exchange table of the type: from the capsule attribute,
-    else from the DLPack 1.2 int attribute; NULL when there is none."""
-    cdef cpp.DLPackExchangeAPIHeader* header = NULL
-    cdef PyObject* attribute = _PyType_Lookup(tp, <PyObject*>_api_attribute)
-    if attribute != NULL and PyCapsule_IsValid(<object>attribute, cpp.capsule_name_exchange_api):
-        header = <cpp.DLPackExchangeAPIHeader*>PyCapsule_GetPointer(<object>attribute,
-                                                                     cpp.capsule_name_exchange_api)
+cdef str _dunder_dlpack = "__dlpack__"
+# Addresses below this cannot hold a table (the first page is never mapped),
+# and a table is pointer-aligned.
+cdef uintptr_t _lowest_table_address = 4096
+# prev_api steps walked before a chain is taken to loop.
+cdef int _max_prev_api_steps = 16
+
+
+cdef const cpp.DLPackExchangeAPIHeader* _table_header(object kind, str attribute, object value) except NULL:
+    """The table a __dlpack_c_exchange_api__ capsule or a __c_dlpack_exchange_api__
+    int points at; BufferError for any other value (None is handled before)."""
+    cdef uintptr_t address = 0
+    if attribute == _api_attribute and PyCapsule_IsValid(value, cpp.capsule_name_exchange_api):
+        address = <uintptr_t>PyCapsule_GetPointer(value, cpp.capsule_name_exchange_api)
+    elif attribute == _int_api_attribute and PyLong_CheckExact(value) and 0 <= value < 2**64:
+        address = <uintptr_t>PyLong_AsVoidPtr(value)
     else:
-        attribute = _PyType_Lookup(tp, <PyObject*>_int_api_attribute)
-        if attribute != NULL and PyLong_CheckExact(<object>attribute) and 0 < <object>attribute < 2**64:
-            header = <cpp.DLPackExchangeAPIHeader*>PyLong_AsVoidPtr(<object>attribute)
-    # A table of a newer major version may chain to the 1.x one we read.
-    while header != NULL and header.version.major != cpp.dlpack_major_version:
-        header = header.prev_api
-    if header == NULL or (<cpp.DLPackExchangeAPI*>header).managed_tensor_from_py_object_no_sync == NULL:
+        expected = ("a PyCapsule named 'dlpack_exchange_api'" if attribute == _api_attribute
+                    else "an int holding its address")
+        raise BufferError(f"from_dlpack: {kind.__name__}.{attribute} must be {expected} or None, got {value!r}")
+    if address < _lowest_table_address or address % sizeof(void*):
+        raise BufferError(f"from_dlpack: {kind.__name__}.{attribute} points at {address:#x}, which cannot "
+                          f"hold a DLPack exchange table")
+    return <const cpp.DLPackExchangeAPIHeader*>address
+
+
+cdef const cpp.DLPackExchangeAPI* _read_exchange_api(object kind) except? NULL:
+    """The DLPack 1.x exchange table of type `kind`, or NULL when it has none
+    or when its __dlpack__ overrides the one the table belongs to (the table
+    is found on a base of the class defining __dlpack__). BufferError for a
+    table that is malformed."""
+    cdef Py_ssize_t table_at = -1, dlpack_at = -1
+    for i, base in enumerate(kind.__mro__):
+        namespace = base.__dict__
+        if dlpack_at < 0 and _dunder_dlpack in namespace:
+            dlpack_at = i
+        if table_at < 0 and (_api_attribute in namespace or _int_api_attribute in namespace):
+            table_at = i
+    if table_at < 0 or dlpack_at < table_at:
         return NULL
-    return <cpp.DLPackExchangeAPI*>header
+    cdef const cpp.DLPackExchangeAPIHeader* header = NULL
+    for attribute in (_api_attribute, _int_api_attribute):
+        value = getattr(kind, attribute, None)
+        if value is not None:
+            header = _table_header(kind, attribute, value)
+            break
+    if header == NULL:
+        return NULL
+    # A table of a newer major version may chain to the 1.x one we read.
+    cdef int steps = 0
+    while header.version.major != cpp.dlpack_major_version:
+        header = header.prev_api
+        steps += 1
+        if header == NULL:
+            return NULL  # no 1.x table: __dlpack__ it is
+        if steps > _max_prev_api_steps:
+            raise BufferError(f"from_dlpack: the prev_api chain of {kind.__name__}'s DLPack exchange table "
+                              f"reaches no version 1 table in {_max_prev_api_steps} steps (it loops or is "
+                              f"too long)")
+        if <uintptr_t>header < _lowest_table_address or <uintptr_t>header % sizeof(void*):
+            raise BufferError(f"from_dlpack: the prev_api chain of {kind.__name__}'s DLPack exchange table "
+                              f"points at {<uintptr_t>header:#x}, which cannot hold a table")
+    cdef const cpp.DLPackExchangeAPI* api = <const cpp.DLPackExchangeAPI*>header
+    # DLPack 1.3: only dltensor_from_py_object_no_sync may be NULL.
+    for slot, missing in (("managed_tensor_allocator", api.managed_tensor_allocator == NULL),
+                          ("managed_tensor_from_py_object_no_sync", api.managed_tensor_from_py_object_no_sync == NULL),
+                          ("managed_tensor_to_py_object_no_sync", api.managed_tensor_to_py_object_no_sync == NULL),
+                          ("current_work_stream", api.current_work_stream == NULL)):
+        if missing:
+            raise BufferError(f"from_dlpack: the DLPack exchange table of {kind.__name__} has no {slot} "
+                              f"(NULL); only dltensor_from_py_object_no_sync may be NULL")
+    return api
 
 
 # The per-type cache of _read_exchange_api, direct-mapped on the type's
 # version tag. CPython gives a type a new tag whenever it or a base changes,
 # never reuses one, and leaves it 0 until it has one (_PyType_Lookup assigns
 # it), so an entry whose type still has the entry's tag is still right.
+# Tables that fail to read are not cached: their error is raised each time.
 cdef struct _CachedTable:
     PyTypeObject* type
     unsigned int tag
@@ -211,12 +267,13 @@ cdef struct _CachedTable:
 cdef _CachedTable[8] _table_cache
 
 
-cdef const cpp.DLPackExchangeAPI* _exchange_api_of(object x) noexcept:
+cdef const cpp.DLPackExchangeAPI* _exchange_api_of(object x) except? NULL:
     cdef PyTypeObject* tp = Py_TYPE(x)
     cdef _CachedTable* entry = &_table_cache[tp.tp_version_tag % 8]
     if entry.type == tp and entry.tag == tp.tp_version_tag and entry.tag != 0:
         return entry.api
-    cdef const cpp.DLPackExchangeAPI* api = _read_exchange_api(tp)
+    _PyType_Lookup(tp, <PyObject*>_dunder_dlpack)  # gives the type a version tag if it has none
+    cdef const cpp.DLPackExchangeAPI* api = _read_exchange_api(type(x))
     if tp.tp_version_tag != 0:
         entry = &_table_cache[tp.tp_version_tag % 8]
         entry.type = tp
@@ -265,7 +322,16 @@ cdef Array from_exchange_api(object x):
     """from_dlpack(x) through the exchange table of type(x): an Array, or None
     when the type has no DLPack 1.x table or its table fails to export x."""
     cdef const cpp.DLPackExchangeAPI* api = _exchange_api_of(x)
-    return None if api == NULL else _import_through(api, x)
+    if api == NULL:
+        return None
+    cdef cpp.tensor t
+    if api == &_exchange_api and isinstance(x, Array):
+        # An Array subclass keeping dlbridge's table: a view of it, no export
+        # in between, so that the collector can follow what holds the memory.
+        _require(<Array>x)
+        t = (<Array>x).t
+        return _view(<Array>x, t)
+    return _import_through(api, x)
 
 
 cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):

@@ -1,4 +1,5 @@
 # The dlbridge C++ core (lib/include/dlbridge), declared for Cython.
+from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
@@ -269,6 +270,7 @@ cdef extern from "dlbridge/tensor.hpp" namespace "dlb" nogil:
         @staticmethod
         tensor import_ "import"(DLManagedTensor*, cbool, release_fn) except +raise_python_error
         tensor restrided(void*, extents_t, extents_t) except +raise_python_error
+        tensor kept_by(release_fn, void*) except +raise_python_error
         DLManagedTensorVersioned* export_versioned(uint64_t) except +raise_python_error
         DLManagedTensor* export_legacy() except +raise_python_error
         cbool has_value()
@@ -359,3 +361,8 @@ cdef extern from "dlbridge/python.hpp" namespace "dlb::python" nogil:
     void release_legacy(void*) noexcept
     void release_object(void*) noexcept
     void release_buffer(void*) noexcept
+    # The Python object that holds a tensor's memory (through release_object or
+    # release_buffer), or NULL; sole_python_owner: only where no other tensor
+    # or export shares the reference.
+    PyObject* python_owner(const tensor&) noexcept
+    PyObject* sole_python_owner(const tensor&) noexcept

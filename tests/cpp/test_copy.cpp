@@ -7,6 +7,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -120,6 +121,20 @@ TEST_CASE("copy: contiguous, transposed, negative and broadcast sources") {
     check_copy(shape, itemsize, {1, 3, 12}, {40, 10, 2});       // gaps in the destination
     check_copy(shape, itemsize, {-1, 6, -24}, {2, -6, 24});     // both odd
   }
+}
+
+TEST_CASE("copy: the tiled axis of a plan whose source stride is INT64_MIN") {
+  // A source axis of extent 2 and stride INT64_MIN (1-byte elements; its span
+  // is wider than int64, which validate() accepts) is walked least closely:
+  // its magnitude is 2^63, not negative (UBSan before the fix).
+  dlb::detail::copy_plan p;
+  p.ndim = 2;
+  p.extent = {2, 8};
+  p.dst = {8, 1};
+  p.src = {std::numeric_limits<std::int64_t>::min(), 2};
+  CHECK(dlb::detail::tile_axis(p) == -1);
+  p.src = {1, std::numeric_limits<std::int64_t>::min()};
+  CHECK(dlb::detail::tile_axis(p) == 0);
 }
 
 TEST_CASE("copy: 0-d, extent-1 and empty shapes") {

@@ -300,3 +300,29 @@ TEST_CASE("layout: coalesce visits exactly the same offset pairs (random layouts
     CHECK(visits(c.shape, c.s0, c.s1) == visits(shape, s0, s1));
   }
 }
+
+// Spans wider than int64 pass validate() (up to 2^64 - 1 bytes, 1-byte
+// elements): coalesce must order and chain their strides without overflow
+// (UBSan, stage asan-cpp, reported both before the fix).
+TEST_CASE("layout: coalesce of strides whose span is wider than int64") {
+  const std::int64_t quarter = std::int64_t(1) << 62;  // 2^62
+  SUBCASE("an INT64_MIN stride is the largest magnitude, not the smallest") {
+    REQUIRE(span({2, 2}, {i64min, quarter}, i8) == dlb::byte_extent{i64min, quarter + 1});
+    const auto c = run_coalesce({2, 2}, {i64min, quarter}, {2, 1});
+    CHECK(c.ndim == 2);
+    CHECK(c.s0 == vec{i64min, quarter});
+    CHECK(c.s1 == vec{2, 1});
+  }
+  SUBCASE("stride * extent past int64 does not chain") {
+    // One axis reaches -2^62 bytes, the other +2^62 (fuzz regression
+    // strided-tensor-whose-byte-span-is-wider-than-int64); 2^62 * 2 overflows.
+    REQUIRE(span({2, 2}, {-quarter, quarter}, i8) == dlb::byte_extent{-quarter, quarter + 1});
+    const auto c = run_coalesce({2, 2}, {2, 1}, {-quarter, quarter});
+    CHECK(c.ndim == 2);
+    CHECK(c.s0 == vec{2, 1});
+    CHECK(c.s1 == vec{-quarter, quarter});
+    const auto first = run_coalesce({2, 2}, {-quarter, quarter}, {2, 1});
+    CHECK(first.ndim == 2);
+    CHECK(first.s0 == vec{-quarter, quarter});
+  }
+}

@@ -10,7 +10,8 @@
 //   sizes and byte offsets past int64, elements outside the address space;
 // - a refusal is malformed, or check() and validate() disagree;
 // - an export of an accepted tensor does not import back to the same tensor;
-// - a copy of an accepted tensor differs from reading it element by element.
+// - a copy of an accepted tensor differs from reading it element by element,
+//   or the copy plan of any accepted tensor loses elements.
 // Under ASan, the data of small accepted tensors lies in a heap block of
 // exactly their byte span, and shape and strides arrays are exactly ndim
 // long, so a read one byte too far is reported too.
@@ -310,6 +311,22 @@ void round_trip(const dlb::tensor& t) {
   expect_same(t, dlb::tensor::import(t.export_legacy(), t.readonly()));
 }
 
+// The copy engine's plan of any accepted tensor into a C-order copy, spans
+// wider than int64 included (no memory is read): coalescing and choosing the
+// tiled axis form no overflow, and the plan keeps every element.
+void plan_copy(const DLTensor& t, std::int64_t count) {
+  const auto ndim = std::size_t(t.ndim);
+  const dlb::extents_t shape(t.shape, ndim);
+  std::int64_t c_order[dlb::max_ndim];
+  dlb::c_strides(shape, {c_order, ndim});
+  const dlb::extents_t strides(t.strides ? t.strides : c_order, ndim);
+  const auto plan = dlb::detail::make_copy_plan(shape, {c_order, ndim}, strides);
+  wide planned{1};
+  for (std::int32_t i = 0; i < plan.ndim; ++i) planned = planned * plan.extent[std::size_t(i)];
+  expect(planned.fits_int64() && planned.v == count, "the copy plan changed the element count");
+  if (plan.ndim > 0) (void)dlb::detail::tile_axis(plan);
+}
+
 // Small accepted tensors, again, on a heap block of exactly their byte span:
 // a copy must read what indexing reads, and a cast of the strided tensor must
 // equal the cast of its contiguous copy.
@@ -323,9 +340,14 @@ void copy_on_real_memory(const DLTensor& fuzzed, std::int64_t count, dlb::dtype 
   const dlb::extents_t strides(fuzzed.strides ? fuzzed.strides : c_order, ndim);
   const auto span = type.is_subbyte() ? dlb::byte_extent{0, std::int64_t(type.storage_bytes(count))}
                                       : *dlb::byte_span(shape, strides, type);
-  if (span.hi - span.lo > 65536) return;
+  // The width in unsigned arithmetic: an accepted span may be wider than
+  // int64 (lo near INT64_MIN and hi near INT64_MAX), never wider than 2^64 - 1.
+  const std::uint64_t width = std::uint64_t(span.hi) - std::uint64_t(span.lo);
+  if (width > 65536) return;
+  // From here every offset is inside the span (strides of extent-1 axes are
+  // only ever multiplied by index 0), so the arithmetic below cannot overflow.
 
-  const auto bytes = std::size_t(span.hi - span.lo);
+  const auto bytes = std::size_t(width);
   auto* block = static_cast<unsigned char*>(std::malloc(bytes));
   for (std::size_t i = 0; i < bytes; ++i) block[i] = static_cast<unsigned char>(i * 131 + 7);
   const unsigned char* first = block - span.lo;
@@ -422,7 +444,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       expect(t->size() == count && t->nbytes() == bytes, "size or nbytes differ from the exact ones");
       round_trip(*t);
       expect(released == 0, "a round trip released the producer's tensor");
-      if (count > 0) copy_on_real_memory(accepted, count, d.cast_to);
+      if (count > 0) {
+        plan_copy(accepted, count);
+        copy_on_real_memory(accepted, count, d.cast_to);
+      }
     }
   }
   expect(released == 1, "the deleter did not run exactly once");

@@ -5,6 +5,7 @@ import ctypes
 import gc
 import math
 import operator
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -552,10 +553,10 @@ def test_repr_values_like_numpy_elementwise():
 
 def test_repr_summarises_large_arrays():
     text = repr(dlbridge.asarray(np.arange(2000.0)))
-    assert text == "Array([0., 1., 2., ..., 1997., 1998., 1999.], dtype=float64)"
+    assert text == "Array([0., 1., 2., ..., 1997., 1998., 1999.], shape=(2000,), dtype=float64)"
     rows = repr(dlbridge.asarray(np.arange(2000).reshape(2, 1000)))
     assert rows == ("Array([[0, 1, 2, ..., 997, 998, 999],\n"
-                    "       [1000, 1001, 1002, ..., 1997, 1998, 1999]], dtype=int64)")
+                    "       [1000, 1001, 1002, ..., 1997, 1998, 1999]], shape=(2, 1000), dtype=int64)")
     tall = repr(dlbridge.asarray(np.arange(3000).reshape(1000, 3)))
     assert "...," in tall
     assert tall.count("\n") == 6
@@ -569,7 +570,7 @@ def test_repr_at_the_threshold_is_not_summarised():
 
 def test_repr_non_contiguous():
     n = np.arange(3000.0)[::-1][::2]
-    assert repr(dlbridge.asarray(n)) == "Array([2999., 2997., 2995., ..., 5., 3., 1.], dtype=float64)"
+    assert repr(dlbridge.asarray(n)) == "Array([2999., 2997., 2995., ..., 5., 3., 1.], shape=(1500,), dtype=float64)"
 
 
 def test_repr_small_float_dtypes():
@@ -579,9 +580,50 @@ def test_repr_small_float_dtypes():
     assert "dtype=float4_e2m1fn" in repr(dlbridge.zeros(3, dtype="float4_e2m1fn"))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("value", [0.0, 10.0, 11.0, 100.0, 999.0, 1000.0, -2048.0, 1e4, 1e5, 1e6, 123456789.0, 1e8,
+                                   1e16, 1e20, 0.1, 1.5e-4, 9e-5, 1e-30, 65504.0])
+def test_repr_writes_each_value_as_numpy_writes_it_alone(dtype, value):
+    # Positional from 1e-4 up to NumPy's limit for the type (1e3 for float16,
+    # 1e6 for float32, 1e8 for float64), else 1.e+08-style: never 1e+01.
+    with np.errstate(over="ignore"):
+        n = np.array([value], dtype=dtype)
+    if np.isfinite(n).all():
+        assert repr(dlbridge.asarray(n)) == numpy_repr_as_dlbridge(n)
+
+
+def _repr_peak_bytes(a):
+    tracemalloc.start()
+    try:
+        text = repr(a)
+        return text, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("shape", [(1 << 26,), (1 << 40,), (1 << 20, 1 << 20), (2, 3, 1 << 30)],
+                         ids=["2**26", "2**40", "2**20 x 2**20", "2 x 3 x 2**30"])
+def test_repr_reads_only_what_it_prints(shape):
+    # Broadcast arrays (zero strides) of up to 2**40 elements: repr's time and
+    # memory follow the elements printed, not the array's size.
+    text, peak = _repr_peak_bytes(dlbridge.asarray(np.broadcast_to(np.float32(1.5), shape)))
+    assert peak < 1 << 20
+    row = "[1.5, 1.5, 1.5, ..., 1.5, 1.5, 1.5]"
+    block = "[" + ",\n        ".join([row] * 3) + "]"
+    rows = {1: row, 2: "[" + ",\n       ".join([row] * 3 + ["..."] + [row] * 3) + "]",
+            3: "[" + block + ",\n\n       " + block + "]"}
+    assert text == f"Array({rows[len(shape)]}, shape={shape}, dtype=float32)"
+
+
+def test_repr_of_a_large_packed_array_reads_only_what_it_prints():
+    a = dlbridge.full(1 << 22, 1.0, dtype="float4_e2m1fn")
+    text, peak = _repr_peak_bytes(a)
+    assert text == "Array([1., 1., 1., ..., 1., 1., 1.], shape=(4194304,), dtype=float4_e2m1fn)" and peak < 1 << 20
+
+
 def test_repr_empty():
     assert repr(dlbridge.zeros(0)) == "Array([], dtype=float64)"
-    assert "dtype=int8" in repr(dlbridge.zeros((2, 0), dtype="int8"))
+    assert repr(dlbridge.zeros((2, 0), dtype="int8")) == "Array([], shape=(2, 0), dtype=int8)"
 
 
 # ---------------------------------------------------------------------------

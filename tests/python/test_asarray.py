@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import dlbridge
+from test_errors import exactly
 from dlbridge import Array, Device
 
 
@@ -720,6 +721,38 @@ def test_numpy_scalars_in_sequences_keep_their_kind_and_value(obj):
     n = np.array(obj)
     assert a.dtype.code == dlbridge.DType(n.dtype).code, (a.dtype, n.dtype)
     assert a.tolist() == n.tolist()
+
+
+_NUMPY_SCALARS = [np.bool_(True), np.int8(-2), np.uint8(3), np.int16(-4), np.uint16(5), np.int32(-6),
+                  np.uint32(7), np.int64(-8), np.uint64(9), np.float16(0.5), np.float32(1.5), np.float64(2.5),
+                  np.complex64(1 - 1j), np.complex128(2 + 1j)]
+_PYTHON_SCALARS = [True, 3, 2**63 + 1, 1.25, 1 + 2j]
+
+
+@pytest.mark.parametrize("first", _NUMPY_SCALARS, ids=lambda v: type(v).__name__)
+def test_mixed_numpy_scalars_promote_as_numpy_does(first):
+    # [np.float32(1), np.int8(2)] is float32 and [np.int8(1), np.uint8(2)]
+    # int16 in NumPy; with Python scalars beside them, those count as bool,
+    # int64 (uint64 past int64), float64 and complex128, as np.array counts them.
+    for second in _NUMPY_SCALARS + _PYTHON_SCALARS:
+        for obj in ([first, second], [second, first], [[first], [second]], [first, first, second]):
+            n = np.array(obj)
+            a = dlbridge.asarray(obj)
+            assert a.dtype == dlbridge.DType(n.dtype), (obj, a.dtype, n.dtype)
+            assert a.tolist() == n.tolist(), obj
+
+
+def test_mixed_ml_dtypes_scalars_promote_as_numpy_does():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for obj in ([ml_dtypes.bfloat16(1.5), np.float32(2.0)], [np.int8(1), ml_dtypes.bfloat16(2)],
+                [ml_dtypes.bfloat16(1), 2.0], [ml_dtypes.bfloat16(1), ml_dtypes.bfloat16(2)]):
+        assert dlbridge.asarray(obj).dtype == dlbridge.DType(np.array(obj).dtype), obj
+    # Where NumPy finds no common dtype it makes an object array; dlbridge has none.
+    obj = [np.float16(1), ml_dtypes.bfloat16(2)]
+    assert np.array(obj).dtype == object
+    with pytest.raises(TypeError, match=exactly("asarray: the scalars' dtypes (bfloat16, float16) have no "
+                                                "common dtype")):
+        dlbridge.asarray(obj)
 
 
 @pytest.mark.parametrize("obj, dtype", [

@@ -9,6 +9,7 @@ dlbridge array (or view) on the tensor is gone.
 import ctypes
 import gc
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -201,7 +202,7 @@ def test_is_copied_flag_is_accepted_and_writable():
 def test_copy_true_trusts_is_copied_and_does_not_copy_again():
     mt = ManagedTensor(range(4), flags=FLAG_IS_COPIED)
     producer, a = import_hand_built(mt, copy=True)
-    assert producer.calls == [{"max_version": (1, 3), "dl_device": None, "copy": True}]
+    assert producer.calls == [{"max_version": (1, 3), "copy": True}]
     assert a.data_ptr == mt.data_address
     assert mt.deleter_calls == 0
     del a
@@ -236,7 +237,7 @@ def test_copy_true_of_read_only_data_is_writable():
 def test_copy_false_passes_the_keyword_and_shares():
     mt = ManagedTensor(range(4))
     producer, a = import_hand_built(mt, copy=False)
-    assert producer.calls == [{"max_version": (1, 3), "dl_device": None, "copy": False}]
+    assert producer.calls == [{"max_version": (1, 3), "copy": False}]
     assert a.data_ptr == mt.data_address
     del a
     collect()
@@ -607,3 +608,51 @@ def test_deleter_called_while_an_exception_is_in_flight_keeps_the_exception():
         dlbridge.from_dlpack(producer)[99]
     collect()
     assert mt.deleter_calls == 1
+
+
+# -- __dlpack_device__ is asked first ----------------------------------------------
+
+
+@pytest.mark.parametrize("device, error, message", [
+    ((99, 0), BufferError, "from_dlpack: __dlpack_device__() returned (99, 0), which is not a DLPack device "
+                           "(a DLDeviceType code and a device id >= 0)"),
+    ((0, 0), BufferError, "from_dlpack: __dlpack_device__() returned (0, 0), which is not a DLPack device "
+                          "(a DLDeviceType code and a device id >= 0)"),
+    ((1, -1), BufferError, "from_dlpack: __dlpack_device__() returned (1, -1), which is not a DLPack device "
+                           "(a DLDeviceType code and a device id >= 0)"),
+    ((2**70, 0), BufferError, f"from_dlpack: __dlpack_device__() returned ({2**70}, 0), which is not a DLPack "
+                              f"device (a DLDeviceType code and a device id >= 0)"),
+    ([1, 0], TypeError, "from_dlpack: __dlpack_device__() must return a (device_type, device_id) tuple of ints, "
+                        "got [1, 0]"),
+    (("cpu", 0), TypeError, "from_dlpack: __dlpack_device__() must return a (device_type, device_id) tuple of "
+                            "ints, got ('cpu', 0)"),
+    ((True, 0), TypeError, "from_dlpack: __dlpack_device__() must return a (device_type, device_id) tuple of "
+                           "ints, got (True, 0)"),
+    ((1,), TypeError, "from_dlpack: __dlpack_device__() must return a (device_type, device_id) tuple of ints, "
+                      "got (1,)"),
+    (None, TypeError, "from_dlpack: __dlpack_device__() must return a (device_type, device_id) tuple of ints, "
+                      "got None"),
+], ids=["unknown-type", "type-0", "negative-id", "huge-type", "list", "str", "bool", "one", "none"])
+@pytest.mark.parametrize("kwargs", [{}, {"device": "cpu"}, {"copy": True}], ids=["plain", "device", "copy"])
+def test_a_device_dlpack_does_not_define_is_refused_before_dunder_dlpack(device, error, message, kwargs):
+    mt = ManagedTensor(range(3))
+    producer = Producer(mt, device=device)
+    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+        dlbridge.from_dlpack(producer, **kwargs)
+    assert producer.calls == []  # the capsule was never asked for
+    del producer
+    collect()
+    assert mt.deleter_calls == 1  # the unconsumed capsule's tensor is released once
+
+
+@pytest.mark.parametrize("device, stream", [((1, 0), None), ((2, 0), 1), ((13, 0), 1), ((3, 0), None)],
+                         ids=["cpu", "cuda", "cuda_managed", "cuda_host"])
+def test_cuda_producers_are_told_the_legacy_default_stream(device, stream):
+    # DLPack: the consumer passes the stream it will use; dlbridge orders its
+    # GPU work on the legacy default stream, 1. CPU-side producers get none.
+    mt = ManagedTensor(range(3), device=device)
+    producer = Producer(mt, device=device)
+    a = dlbridge.from_dlpack(producer)
+    expected = {"max_version": (1, 3)} if stream is None else {"stream": stream, "max_version": (1, 3)}
+    assert producer.calls == [expected]
+    assert a.__dlpack_device__() == device

@@ -131,7 +131,8 @@ def test_from_dlpack_moving_asks_the_producer_for_no_copy():
     producer = Producer(mt, device=(2, 0))
     with pytest.raises(RuntimeError, match=NO_DEVICE):
         dlbridge.from_dlpack(producer, device="cpu", copy=True)
-    assert producer.calls[-1] == {"max_version": (1, 3)}
+    # Told the consumer's stream: 1, the legacy default stream dlbridge orders its GPU work on.
+    assert producer.calls[-1] == {"stream": 1, "max_version": (1, 3)}
     assert mt.deleter_calls == 1
 
 

@@ -105,11 +105,11 @@ def _getbuffer(exporter, view, flags):
     v.buf = ctypes.addressof(data)
     v.obj = id(exporter)
     v.len = 8
-    v.itemsize = 8
+    v.itemsize = layout.get("itemsize", 8)
     v.readonly = 1
     v.ndim = ndim
-    v.format = b"d"
-    v.shape = ctypes.addressof(shape)
+    v.format = layout.get("format", b"d")
+    v.shape = None if layout.get("null_shape") else ctypes.addressof(shape)
     v.strides = ctypes.addressof(strides)
     v.suboffsets = ctypes.addressof(suboffsets) if layout.get("suboffsets") else None
     v.internal = None
@@ -125,10 +125,12 @@ _RawBufferBase = _api.PyType_FromSpec(ctypes.byref(_spec))
 
 
 class RawBuffer(_RawBufferBase):
-    """Exports a read-only float64 buffer with the given shape and byte strides."""
+    """Exports a read-only float64 buffer with the given shape and byte strides;
+    `layout` may set what a broken exporter gets wrong: suboffsets, a NULL
+    shape (null_shape=True), another format or itemsize."""
 
-    def __init__(self, shape, strides, suboffsets=False):
-        self.layout = {"shape": shape, "strides": strides, "suboffsets": suboffsets}
+    def __init__(self, shape, strides, **layout):
+        self.layout = dict(layout, shape=shape, strides=strides)
 
 
 def test_raw_buffer_exporter_works():
@@ -289,6 +291,42 @@ def test_buffer_stride_not_a_multiple_of_the_itemsize():
         dlbridge.asarray(RawBuffer((2,), (12,)))
 
 
+@pytest.mark.parametrize("shape", [(1,), (2, 3), (1,) * 64], ids=["1-d", "2-d", "64-d"])
+def test_buffer_with_axes_but_no_shape(shape):
+    with pytest.raises(BufferError, match=exactly(
+            f"buffer: the exporter (RawBuffer) reports {len(shape)} axes but no shape")):
+        dlbridge.asarray(RawBuffer(shape, (8,) * len(shape), null_shape=True))
+
+
+def test_a_0_d_buffer_needs_no_shape():
+    assert dlbridge.asarray(RawBuffer((), (), null_shape=True)).shape == ()
+
+
+@pytest.mark.parametrize("fmt, itemsize, size", [
+    (b"d", 4, 8), (b"f", 8, 4), (b"d", 16, 8), (b"i", 8, 4), (b"q", 4, 8), (b"e", 4, 2), (b"?", 8, 1),
+    (b"<l", 8, 4), (b"=L", 8, 4), (b"l", 4, 8), (b"Zd", 8, 16), (b"Zf", 16, 8), (b"@B", 2, 1),
+])
+def test_buffer_format_that_disagrees_with_its_itemsize(fmt, itemsize, size):
+    # Format "d" with itemsize 4 was read as float32: the format names the type.
+    with pytest.raises(BufferError, match=exactly(
+            f"buffer format {fmt.decode()!r} has {size}-byte items, but the exporter reports itemsize {itemsize}")):
+        dlbridge.asarray(RawBuffer((1,), (itemsize,), format=fmt, itemsize=itemsize))
+
+
+@pytest.mark.parametrize("fmt, itemsize, dtype", [
+    (b"d", 8, "float64"), (b"<l", 4, "int32"), (b"l", 8, "int64"), (b"=q", 8, "int64"), (b"@N", 8, "uint64"),
+    (b"<Zf", 8, "complex64"), (b"?", 1, "bool"), (b"<e", 2, "float16"), (b">b", 1, "int8"),
+])
+def test_buffer_formats_map_to_the_dtype_of_their_item_size(fmt, itemsize, dtype):
+    assert dlbridge.asarray(RawBuffer((1,), (itemsize,), format=fmt, itemsize=itemsize)).dtype == dtype
+
+
+@pytest.mark.parametrize("fmt", [b"<n", b"=N", b"2d", b"T{d:x:}", b"x", b"P", b"s", b"dd", b"&d"])
+def test_buffer_formats_without_a_dtype(fmt):
+    with pytest.raises(BufferError, match=exactly(f"buffer format {fmt.decode()!r} has no DLPack dtype")):
+        dlbridge.asarray(RawBuffer((1,), (8,), format=fmt))
+
+
 # ---------------------------------------------------------------------------
 # Nested sequences and Python scalars
 
@@ -323,10 +361,14 @@ def test_dlpack_stream_on_cpu_message():
         dlbridge.zeros(2).__dlpack__(stream=1)
 
 
-@pytest.mark.parametrize("stream, name", [(1.0, "float"), (True, "bool"), ("1", "str")])
-def test_dlpack_stream_type_on_a_device(stream, name):
+@pytest.mark.parametrize("stream, name", [(1.0, "float"), (True, "bool"), ("1", "str"), ((1,), "tuple"),
+                                          (object(), "object")])
+@pytest.mark.parametrize("where", ["cpu", "cuda", "cuda copy to cpu"])
+def test_dlpack_stream_of_a_wrong_type_is_a_type_error_on_every_device(stream, name, where):
+    a = dlbridge.zeros(2) if where == "cpu" else on_cuda()
+    extra = {"dl_device": (1, 0)} if where == "cuda copy to cpu" else {}
     with pytest.raises(TypeError, match=exactly(f"stream must be an int or None, got {name}")):
-        on_cuda().__dlpack__(stream=stream, max_version=(1, 3))
+        a.__dlpack__(stream=stream, max_version=(1, 3), **extra)
 
 
 @pytest.mark.parametrize("stream, message", [(0, "stream 0 is ambiguous on CUDA"),
@@ -426,10 +468,10 @@ def test_invalid_index_type_message(key, name):
         dlbridge.zeros((2, 3))[key]
 
 
-@pytest.mark.parametrize("shape, key", [((1,) * 64, None), ((1,) * 63, (None, None)),
-                                        ((1,) * 64, (Ellipsis, None))], ids=["64+1", "63+2", "ellipsis"])
-def test_index_result_with_more_than_64_axes(shape, key):
-    with pytest.raises(IndexError, match=exactly("the result would have more than 64 axes")):
+@pytest.mark.parametrize("shape, key, ndim", [((1,) * 64, None, 65), ((1,) * 63, (None, None, None), 66),
+                                              ((1,) * 64, (Ellipsis, None), 65)], ids=["64+1", "63+3", "ellipsis"])
+def test_index_result_with_more_than_64_axes(shape, key, ndim):
+    with pytest.raises(IndexError, match=exactly(f"the result would have {ndim} axes; at most 64 are allowed")):
         dlbridge.zeros(shape)[key]
 
 

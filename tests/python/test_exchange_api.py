@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import re
 import sys
 import weakref
 from ctypes import (CFUNCTYPE, POINTER, PYFUNCTYPE, Structure, byref, c_char_p, c_int, c_int32, c_int64,
@@ -24,6 +25,7 @@ import torch
 import dlbridge
 from dlpack_ctypes import (FLAG_READ_ONLY, INT32, DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion,
                            DLTensor, ManagedTensor)
+from test_errors import exactly
 
 # -- the table, read from C ---------------------------------------------------
 
@@ -450,8 +452,10 @@ def test_current_work_stream_rejects_bad_devices(args, message):
 
 
 class Counting(dlbridge.Array):
-    """An Array type (it has dlbridge's table) that records __dlpack__ calls
-    in its class's `calls` list (which subclasses share)."""
+    """An Array type that publishes dlbridge's table beside its own
+    __dlpack__ (so the table belongs to it), which records its calls in the
+    class's `calls` list (which subclasses share)."""
+    __dlpack_c_exchange_api__ = dlbridge.Array.__dlpack_c_exchange_api__
     calls: list = []
 
     def __dlpack__(self, **kwargs):
@@ -467,6 +471,8 @@ def producer(attributes: dict):
 
 def test_from_dlpack_prefers_the_table_over_dunder_dlpack():
     class Refusing(dlbridge.Array):
+        __dlpack_c_exchange_api__ = dlbridge.Array.__dlpack_c_exchange_api__
+
         def __dlpack__(self, **kwargs):
             raise AssertionError("__dlpack__ was called; the exchange table should have been used")
 
@@ -475,6 +481,52 @@ def test_from_dlpack_prefers_the_table_over_dunder_dlpack():
     assert type(a) is dlbridge.Array
     assert a.data_ptr == x.data_ptr and a.shape == (2, 3) and a.strides == (3, 1)
     assert dlbridge.asarray(x).data_ptr == x.data_ptr  # asarray goes the same way
+
+
+class Overriding(dlbridge.Array):
+    """Overrides __dlpack__ but not the table it inherits, which belongs to Array.__dlpack__."""
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("Overriding.__dlpack__ refuses")
+
+
+class NotOverriding(dlbridge.Array):
+    pass
+
+
+def test_a_subclass_that_overrides_dunder_dlpack_is_asked_through_it():
+    x = Overriding(np.arange(3.0))
+    for convert in (dlbridge.from_dlpack, dlbridge.asarray):
+        with pytest.raises(BufferError, match=exactly("Overriding.__dlpack__ refuses")):
+            convert(x)
+    # A subclass of the overrider inherits the override.
+    below = type("Below", (Overriding,), {})(np.arange(3.0))
+    with pytest.raises(BufferError, match=exactly("Overriding.__dlpack__ refuses")):
+        dlbridge.from_dlpack(below)
+
+
+def test_a_subclass_that_keeps_dunder_dlpack_keeps_the_table():
+    x = NotOverriding(np.arange(3.0))
+    assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr
+    # Counting defines both: below it, neither is overridden, so the table serves.
+    leaf = type("Leaf", (Counting,), {"calls": []})
+    y = leaf(np.arange(3.0))
+    assert dlbridge.from_dlpack(y).data_ptr == y.data_ptr and leaf.calls == []
+
+
+def test_an_override_added_later_is_seen():
+    kind = type("Later", (dlbridge.Array,), {})
+    x = kind(np.arange(3.0))
+    assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr  # through the table; now cached
+
+    def refuse(self, **kwargs):
+        raise BufferError("refused later")
+
+    kind.__dlpack__ = refuse
+    with pytest.raises(BufferError, match=exactly("refused later")):
+        dlbridge.from_dlpack(x)
+    del kind.__dlpack__
+    assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr
 
 
 def test_from_dlpack_with_device_or_copy_asks_dunder_dlpack():
@@ -527,17 +579,94 @@ def test_from_dlpack_walks_prev_api_to_a_1_x_table():
     assert len(kind.calls) == 0 and a.data_ptr == x.data_ptr
 
 
-@pytest.mark.parametrize("attributes", [
-    {"__dlpack_c_exchange_api__": _capi.PyCapsule_New(OURS.address, None, None), "__c_dlpack_exchange_api__": None},
-    {"__dlpack_c_exchange_api__": "not a capsule", "__c_dlpack_exchange_api__": None},
-    {"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": 0},
-    {"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": -OURS.address},
-    {"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": float(OURS.address)},
-], ids=["unnamed-capsule", "str", "int-zero", "int-negative", "float"])
-def test_from_dlpack_ignores_what_is_not_an_exchange_table(attributes):
-    kind, x = producer(attributes)
+def test_from_dlpack_takes_none_for_no_table():
+    kind, x = producer({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": None})
     a = dlbridge.from_dlpack(x)
     assert len(kind.calls) == 1 and a.data_ptr == x.data_ptr
+
+
+_CAPSULE = "__dlpack_c_exchange_api__ must be a PyCapsule named 'dlpack_exchange_api' or None, got "
+_INT = "__c_dlpack_exchange_api__ must be an int holding its address or None, got "
+_ADDRESS = "__c_dlpack_exchange_api__ points at {:#x}, which cannot hold a DLPack exchange table"
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"__dlpack_c_exchange_api__": _capi.PyCapsule_New(OURS.address, None, None)}, _CAPSULE + "<capsule"),
+    ({"__dlpack_c_exchange_api__": _capi.PyCapsule_New(1, ctypes.addressof(CAPSULE_NAME), None)},
+     "__dlpack_c_exchange_api__ points at 0x1, which cannot hold a DLPack exchange table"),
+    ({"__dlpack_c_exchange_api__": "not a capsule"}, _CAPSULE + "'not a capsule'"),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": "1"}, _INT + "'1'"),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": 0}, _ADDRESS.format(0)),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": 1}, _ADDRESS.format(1)),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": 4095}, _ADDRESS.format(4095)),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": OURS.address + 1},
+     _ADDRESS.format(OURS.address + 1)),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": -OURS.address}, _INT + str(-OURS.address)),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": 2**64}, _INT + str(2**64)),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": True}, _INT + "True"),
+    ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": float(OURS.address)},
+     _INT + repr(float(OURS.address))),
+], ids=["unnamed-capsule", "capsule-at-1", "str", "int-as-str", "int-zero", "int-one", "int-4095", "misaligned",
+        "int-negative", "int-2**64", "bool", "float"])
+def test_from_dlpack_refuses_what_cannot_be_an_exchange_table(attributes, message):
+    kind, x = producer(attributes)
+    with pytest.raises(BufferError, match="^from_dlpack: Producer." + re.escape(message)):
+        dlbridge.from_dlpack(x)
+    assert len(kind.calls) == 0  # refused before any call
+
+
+@pytest.mark.parametrize("slot", ["managed_tensor_allocator", "managed_tensor_from_py_object_no_sync",
+                                  "managed_tensor_to_py_object_no_sync", "current_work_stream"])
+def test_a_table_missing_a_required_slot_is_refused(slot):
+    capsule, keep = table_copy(1)
+    setattr(keep, slot, None)
+    kind, x = producer({"__dlpack_c_exchange_api__": capsule})
+    with pytest.raises(BufferError, match=exactly(
+            f"from_dlpack: the DLPack exchange table of Producer has no {slot} (NULL); only "
+            f"dltensor_from_py_object_no_sync may be NULL")):
+        dlbridge.from_dlpack(x)
+
+
+def test_a_table_without_the_optional_slot_is_used():
+    capsule, keep = table_copy(1)
+    keep.dltensor_from_py_object_no_sync = None
+    kind, x = producer({"__dlpack_c_exchange_api__": capsule})
+    assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr and len(kind.calls) == 0
+
+
+def test_a_prev_api_chain_that_loops_is_refused():
+    capsule, keep = table_copy(2)
+    keep.header.prev_api = ctypes.pointer(keep.header)  # a table of version 2 that chains to itself
+    kind, x = producer({"__dlpack_c_exchange_api__": capsule})
+    with pytest.raises(BufferError, match=exactly(
+            "from_dlpack: the prev_api chain of Producer's DLPack exchange table reaches no version 1 table "
+            "in 16 steps (it loops or is too long)")):
+        dlbridge.from_dlpack(x)
+
+
+@pytest.mark.parametrize("length, usable", [(16, True), (17, False)])
+def test_a_prev_api_chain_is_walked_16_steps(length, usable):
+    tables = [table_copy(2)[1] for _ in range(length)]
+    for table, below in zip(tables, tables[1:]):
+        table.header.prev_api = ctypes.pointer(below.header)
+    tables[-1].header.prev_api = ctypes.pointer(OURS.struct.header)
+    capsule = _capi.PyCapsule_New(ctypes.addressof(tables[0]), ctypes.addressof(CAPSULE_NAME), None)
+    kind, x = producer({"__dlpack_c_exchange_api__": capsule})
+    if usable:
+        assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr and len(kind.calls) == 0
+    else:
+        with pytest.raises(BufferError, match="reaches no version 1 table in 16 steps"):
+            dlbridge.from_dlpack(x)
+
+
+def test_a_prev_api_pointer_that_cannot_be_a_table_is_refused():
+    capsule, keep = table_copy(2)
+    keep.header.prev_api = ctypes.cast(ctypes.c_void_p(8), type(keep.header.prev_api))
+    kind, x = producer({"__dlpack_c_exchange_api__": capsule})
+    with pytest.raises(BufferError, match=exactly(
+            "from_dlpack: the prev_api chain of Producer's DLPack exchange table points at 0x8, which cannot "
+            "hold a table")):
+        dlbridge.from_dlpack(x)
 
 
 def test_a_type_whose_table_changes_is_looked_up_again():
@@ -604,18 +733,33 @@ def test_torch_publishes_a_1_x_table():
     assert TORCH.struct.header.version.major == 1
 
 
-def test_torch_tensors_come_in_through_torchs_table_without_a_copy():
-    class Refusing(torch.Tensor):
-        def __dlpack__(self, *args, **kwargs):
-            raise AssertionError("__dlpack__ was called; PyTorch's exchange table should have been used")
+def test_torch_tensors_come_in_through_torchs_table_without_a_copy(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("__dlpack__ was called; PyTorch's exchange table should have been used")
 
-    t = torch.arange(12.0, dtype=torch.float32).reshape(3, 4).as_subclass(Refusing)
+    # torch.Tensor defines both __dlpack__ and the table: the table stays its own.
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", refuse)
+    t = torch.arange(12.0, dtype=torch.float32).reshape(3, 4)
     a = dlbridge.from_dlpack(t.T[1:])
     assert a.data_ptr == t.data_ptr() + 4
     assert a.shape == (3, 3) and a.strides == (1, 4) and not a.readonly
     assert a.dtype == dlbridge.DType("float32") and a.device == dlbridge.Device("cpu")
     np.asarray(a)[0, 0] = 42.0
     assert t[0, 1] == 42.0
+
+
+class TorchSubclassRefusing(torch.Tensor):
+    def __dlpack__(self, *args, **kwargs):
+        raise BufferError("TorchSubclassRefusing.__dlpack__ refuses")
+
+
+def test_a_torch_subclass_that_overrides_dunder_dlpack_is_asked_through_it():
+    t = torch.arange(4.0).as_subclass(TorchSubclassRefusing)
+    for convert in (dlbridge.from_dlpack, dlbridge.asarray):
+        with pytest.raises(BufferError, match=exactly("TorchSubclassRefusing.__dlpack__ refuses")):
+            convert(t)
+    plain = torch.arange(4.0).as_subclass(type("Plain", (torch.Tensor,), {}))
+    assert dlbridge.from_dlpack(plain).data_ptr == plain.data_ptr()
 
 
 def test_torch_tensor_memory_outlives_the_tensor():
@@ -643,14 +787,15 @@ def test_torch_state_dlpack_cannot_carry_is_refused(make, state, fix):
     assert dlbridge.from_dlpack(fixed).tolist() == fixed.tolist()
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: torch.eye(2).to_sparse(), "Can't export tensors with layout other than torch.strided"),
-    (lambda: torch.ones(2, device="meta"), "Cannot pack tensors on meta"),
+@pytest.mark.parametrize("make, error, message", [
+    (lambda: torch.eye(2).to_sparse(), BufferError, "Can't export tensors with layout other than torch.strided"),
+    # __dlpack_device__, asked first, refuses it already.
+    (lambda: torch.ones(2, device="meta"), ValueError, "Unknown device type meta for Dlpack"),
 ], ids=["sparse", "meta"])
-def test_torch_tensors_its_table_cannot_export_get_the_dunder_dlpack_error(make, message):
+def test_torch_tensors_its_table_cannot_export_get_the_dunder_dlpack_error(make, error, message):
     # PyTorch's table raises RuntimeError with a C++ backtrace for these;
     # its __dlpack__ raises BufferError, as the array API asks.
-    with pytest.raises(BufferError, match=f"^{message}"):
+    with pytest.raises(error, match=f"^{message}"):
         dlbridge.from_dlpack(make())
 
 

@@ -306,3 +306,138 @@ def test_arrays_alive_at_interpreter_exit_do_not_crash():
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "done"
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+# -- reference cycles through an Array are collected ----------------------------------
+# Memory a Python object lends (__array_interface__, __cuda_array_interface__,
+# the buffer protocol) is held through that object, and an Array shows the
+# garbage collector the reference, so `o.a = dlbridge.asarray(o)` is collected
+# as any Python cycle is (NumPy leaks it). Memory held by a foreign DLPack
+# deleter cannot be followed: see docs/guide.md.
+
+
+class Lender:
+    """Lends a 1 MiB NumPy buffer through __array_interface__ and can hold
+    attributes (so it can refer to the arrays made from it)."""
+
+    def __init__(self):
+        self.memory = np.arange(1 << 17, dtype=np.float64)
+        self.__array_interface__ = self.memory.__array_interface__
+
+
+def _cycle_kinds():
+    from test_errors import CudaInterface, RawBuffer
+
+    class Buffer(RawBuffer):
+        pass
+
+    class Sub(dlbridge.Array):
+        pass
+
+    def interface(link):
+        o = Lender()
+        link(o, o)
+        return o
+
+    def cuda(link):
+        o = CudaInterface(np.arange(8.0))
+        link(o, o)
+        return o
+
+    def buffer(link):
+        o = Buffer((4,), (8,))
+        link(o, o)
+        return o
+
+    def subclass(link):
+        o = Lender()
+        o.sub = Sub(o)
+        link(o, o.sub)
+        return o
+
+    return {"__array_interface__": interface, "__cuda_array_interface__": cuda, "buffer": buffer,
+            "Array subclass": subclass}
+
+
+CYCLE_KINDS = _cycle_kinds()
+LINKS = {
+    "array": lambda o, src: setattr(o, "a", dlbridge.asarray(src)),
+    "view": lambda o, src: setattr(o, "v", dlbridge.asarray(src)[::2]),
+    "view of a view": lambda o, src: setattr(o, "v", dlbridge.asarray(src)[1:][::-1][None]),
+    "transpose": lambda o, src: setattr(o, "t", dlbridge.asarray(src).T),
+    "list of arrays": lambda o, src: setattr(o, "many", [dlbridge.asarray(src), dlbridge.asarray(src)[:1]]),
+    "Array()": lambda o, src: setattr(o, "a", dlbridge.Array(src)),
+}
+
+
+@pytest.mark.parametrize("link", list(LINKS.values()), ids=list(LINKS))
+@pytest.mark.parametrize("kind", list(CYCLE_KINDS.values()), ids=list(CYCLE_KINDS))
+def test_a_cycle_through_an_array_is_collected(kind, link):
+    alive = [weakref.ref(kind(link)) for _ in range(5)]
+    collect()
+    assert [ref() for ref in alive] == [None] * 5
+
+
+def test_a_hundred_1_mib_cycles_are_freed():
+    # The issue's case: 100 cycles held 100 MiB for good.
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(100):
+            o = Lender()
+            o.a = dlbridge.asarray(o)
+            o.view = o.a[::-1]
+        del o
+        collect()
+        assert tracemalloc.get_traced_memory()[0] - before < 2 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_an_array_reachable_from_outside_keeps_its_cycle():
+    o = Lender()
+    a = dlbridge.asarray(o)
+    o.a, o.v = a, a[::2]
+    alive = weakref.ref(o)
+    del o
+    collect()
+    assert alive() is not None
+    assert a.tolist()[:3] == [0.0, 1.0, 2.0] and alive().v.tolist()[:2] == [0.0, 2.0]
+    del a
+    collect()
+    assert alive() is None
+
+
+def test_a_cycle_whose_memory_is_exported_lives_while_the_export_lives():
+    o = Lender()
+    o.a = dlbridge.asarray(o)
+    t, n = torch.from_dlpack(o.a), np.from_dlpack(o.a[1:])
+    alive = weakref.ref(o)
+    del o
+    collect()
+    assert alive() is not None and t[5].item() == 5.0 and n[4] == 5.0
+    del t, n
+    collect()
+    assert alive() is None
+
+
+def test_finalizers_in_a_cycle_see_working_arrays():
+    seen = []
+
+    class Finalising(Lender):
+        def __del__(self):
+            seen.append((self.a.tolist()[:2], self.a[::-1].shape))
+
+    o = Finalising()
+    o.a = dlbridge.asarray(o)
+    del o
+    collect()
+    assert seen == [([0.0, 1.0], (1 << 17,))]
+
+
+def test_arrays_that_cannot_be_in_a_cycle_cost_the_collector_nothing():
+    # Only Arrays whose memory a Python object holds are tracked.
+    assert not gc.is_tracked(dlbridge.zeros(3))
+    assert not gc.is_tracked(dlbridge.from_dlpack(np.arange(3.0)))
+    assert not gc.is_tracked(dlbridge.asarray([1.0, 2.0])[::-1])
+    assert gc.is_tracked(dlbridge.asarray(Lender()))

@@ -341,8 +341,36 @@ def test_a_byte_offset_is_applied_once(route):
 def test_a_view_that_would_exceed_64_axes_is_refused():
     a = dlbridge.zeros((1,) * 62)
     assert a[None, None].ndim == 64
-    with pytest.raises(IndexError, match="more than 64 axes"):
+    with pytest.raises(IndexError, match="65 axes; at most 64 are allowed"):
         a[None, None, None]
+
+
+_KEY_ITEMS = [None, Ellipsis, slice(None), slice(None, None, -1), slice(1, None), 0, -1]
+
+
+def _random_keys(rng, count):
+    for _ in range(count):
+        length = int(rng.choice([0, 1, 2, 3, 30, 62, 63, 64, 65, 66, 70, 130]))
+        yield tuple(_KEY_ITEMS[i] for i in rng.integers(0, len(_KEY_ITEMS), length))
+
+
+@pytest.mark.parametrize("ndim", [0, 1, 2, 33, 62, 63, 64])
+def test_every_key_form_stays_within_64_axes_as_numpy_does(ndim):
+    # Every combination of None, Ellipsis, slices and ints, as tuples of any
+    # length: the result has at most 64 axes or the key is an IndexError,
+    # exactly where NumPy (which also allows 64) says so.
+    rng = np.random.default_rng(ndim)
+    shape = (2,) * min(ndim, 2) + (1,) * max(ndim - 2, 0)
+    a, n = dlbridge.zeros(shape, dtype="int8"), np.zeros(shape, dtype=np.int8)
+    keys = list(_random_keys(rng, 300)) + [None, Ellipsis, (None,) * 65, (Ellipsis,) + (None,) * (65 - ndim)]
+    for key in keys:
+        try:
+            expected = n[key].shape
+        except IndexError:
+            with pytest.raises(IndexError):
+                a[key]
+            continue
+        assert a[key].shape == expected, key
 
 
 def test_reversing_a_stride_of_minus_2_to_the_63_names_the_stride():

@@ -110,11 +110,12 @@ inline void reverse_axis(copy_plan& p, std::int32_t axis, std::int64_t itemsize,
 // closely (smallest non-zero |stride|), if it does so more closely than the
 // innermost axis; -1 if there is none.
 inline std::int32_t tile_axis(const copy_plan& p) {
-  const auto magnitude = [](std::int64_t v) { return v < 0 ? -v : v; };
+  // Unsigned: a source stride may be INT64_MIN.
+  const auto magnitude = [](std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); };
   const std::int32_t inner = p.ndim - 1;
   std::int32_t best = -1;
   for (std::int32_t axis = 0; axis < inner; ++axis) {
-    const std::int64_t m = magnitude(p.src[axis]);
+    const std::uint64_t m = magnitude(p.src[axis]);
     if (m != 0 && m < magnitude(p.src[inner]) && (best < 0 || m < magnitude(p.src[best]))) best = axis;
   }
   return best;
@@ -347,7 +348,11 @@ void copy_plan_of(copy_plan p, std::byte* dst, const std::byte* src) {
 }  // namespace detail
 
 // Copies the elements of `shape` from src to dst, which must not overlap.
-// Packed sub-byte dtypes must be C-contiguous on both sides.
+// Packed sub-byte dtypes must be C-contiguous on both sides. Every element of
+// both must be in memory. (validate() accepts spans up to 2^64 - 1 bytes wide;
+// the walk forms offsets up to one stride past an axis's end, at most twice
+// the span, which stay inside int64 for spans below 2^62 bytes: any span of
+// memory that exists.)
 inline void copy_strided(extents_t shape, dtype type, const void* src, extents_t src_strides, void* dst,
                          extents_t dst_strides) {
   const auto count = element_count(shape);

@@ -142,7 +142,8 @@ constexpr std::int32_t coalesce(std::int32_t ndim, std::int64_t* shape,
     ++n;
   }
   // Insertion sort: ndim is small, and stability keeps C order among ties.
-  auto magnitude = [](std::int64_t v) { return v < 0 ? -v : v; };
+  // Magnitudes are unsigned: a stride may be INT64_MIN (extent 2, 1-byte elements).
+  auto magnitude = [](std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); };
   for (std::int32_t i = 1; i < n; ++i) {
     for (std::int32_t j = i; j > 0 && magnitude(strides[0][j - 1]) < magnitude(strides[0][j]); --j) {
       std::swap(shape[j - 1], shape[j]);
@@ -152,8 +153,13 @@ constexpr std::int32_t coalesce(std::int32_t ndim, std::int64_t* shape,
   std::int32_t out = 0;
   for (std::int32_t i = 0; i < n; ++i) {
     if (out > 0) {
+      // stride * extent is one stride past the axis's last element, which may
+      // pass int64 when the span does not: such an axis cannot chain.
       bool chains = true;
-      for (auto* s : strides) chains = chains && s[out - 1] == s[i] * shape[i];
+      for (auto* s : strides) {
+        const auto next = checked_mul(s[i], shape[i]);
+        chains = chains && next && s[out - 1] == *next;
+      }
       if (chains) {
         shape[out - 1] *= shape[i];
         for (auto* s : strides) s[out - 1] = s[i];

@@ -41,6 +41,10 @@ class keeper {
     delete this;
   }
   [[nodiscard]] std::int64_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
+  // What runs when the last reference goes, and its argument: the Python
+  // layer reads them to show its garbage collector which object holds the memory.
+  [[nodiscard]] release_fn release_function() const noexcept { return release_; }
+  [[nodiscard]] void* context() const noexcept { return ctx_; }
 
  private:
   keeper(release_fn r, void* c) : release_(r), ctx_(c) {}
@@ -213,6 +217,26 @@ class tensor {
     return t;
   }
 
+  // The same view whose memory `release(ctx)` lets go of instead: a new
+  // keeper, shared with nothing, so its holder is the memory's only owner
+  // (the Python layer gives each Array its own). If that fails, release(ctx)
+  // runs before std::bad_alloc.
+  [[nodiscard]] tensor kept_by(keeper::release_fn release, void* ctx) const {
+    tensor t;
+    try {
+      t.keeper_ = keeper::make(release, ctx);
+      t.set_dims(shape(), strides());
+    } catch (...) {
+      if (!t.keeper_ && release) release(ctx);  // else ~tensor releases it
+      throw;
+    }
+    t.data_ = data_;
+    t.dtype_ = dtype_;
+    t.device_ = device_;
+    t.readonly_ = readonly_;
+    return t;
+  }
+
   // Exports as a DLPack 1.3 versioned managed tensor: one allocation for the
   // struct, shape and strides; byte_offset 0; data NULL when empty; strides
   // always filled. `flags` adds to READ_ONLY, which is set when read-only.
@@ -266,6 +290,8 @@ class tensor {
   [[nodiscard]] bool is_f_contiguous() const noexcept { return dlb::is_f_contiguous(shape(), strides()); }
   // References to the memory (this tensor, its views and exports).
   [[nodiscard]] std::int64_t use_count() const noexcept { return keeper_ ? keeper_->use_count() : 0; }
+  // What keeps the memory alive; nullptr for a default-constructed tensor.
+  [[nodiscard]] const keeper* memory_keeper() const noexcept { return keeper_; }
 
  private:
   [[nodiscard]] static tensor from_dltensor(const DLTensor& t, bool readonly, keeper::release_fn release,

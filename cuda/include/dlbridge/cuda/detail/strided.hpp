@@ -72,7 +72,7 @@ inline constexpr std::int64_t tile_min_extent = 16;
 inline bool use_tiles(const strided_plan& p) {
   if (p.ndim < 2) return false;
   const std::int32_t r = p.ndim - 2, c = p.ndim - 1;
-  const auto magnitude = [](std::int64_t v) { return v < 0 ? -v : v; };
+  const auto magnitude = [](std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); };  // v may be INT64_MIN
   return magnitude(p.dst[c]) == 1 && magnitude(p.src[r]) == 1 && magnitude(p.src[c]) != 1 &&
          p.shape[r] >= tile_min_extent && p.shape[c] >= tile_min_extent;
 }
