@@ -524,6 +524,7 @@ cdef class Array:
 
     # -- copies and values --------------------------------------------------
     cdef cpp.tensor _copy_tensor(self) except *:
+        _require(self)
         return _copy_to(self.t, self.t.get_device(), self.t.type(), 1)
 
     def copy(self):
@@ -825,6 +826,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
             return a
     cdef bint copied = False
     cdef bint moving = False
+    cdef cpp.DLDevice source
     cdef cpp.tensor t
     cdef Device target = None
     if copy is not None and type(copy) is not bool:
@@ -840,16 +842,17 @@ def from_dlpack(x, /, *, device=None, copy=None):
         # not define is refused before __dlpack__ runs.
         source = dlpack_device(x)
         if target is not None:
-            moving = ((source[0], source[1]) != (target.value.type, target.value.id)
-                      and not _host_to_cpu(source[0], target))
+            moving = ((source.device_type, source.device_id) != (target.value.type, target.value.id)
+                      and not _host_to_cpu(source.device_type, target))
             if moving and copy is False:
                 raise ValueError(f"from_dlpack: copy=False, but moving data from device "
-                                 f"{tuple(source)} to {target} needs a copy")
+                                 f"{(<int>source.device_type, source.device_id)} to {target} needs a copy")
         # dlbridge's GPU work is ordered on the legacy default stream: CUDA
         # producers are told so (stream 1), so that they order their own
         # streams' work before it. dlbridge moves data itself, so a copy
         # asked of the producer would be a second one.
-        t = import_capsule(call_dlpack(x, _legacy_stream if source[0] in _cuda_stream_devices else None,
+        t = import_capsule(call_dlpack(x, _legacy_stream if source.device_type == cpp.kDLCUDA
+                                       or source.device_type == cpp.kDLCUDAManaged else None,
                                        None if moving else copy), &copied)
     if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
         if not moving:
@@ -863,7 +866,6 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 cdef object _legacy_stream = 1
-cdef tuple _cuda_stream_devices = (int(cpp.kDLCUDA), int(cpp.kDLCUDAManaged))
 
 
 cdef bint _host_to_cpu(int source_type, Device target):

@@ -6,4 +6,4 @@ cimport dlbridge.cpp as cpp
 cdef object export_capsule(const cpp.tensor& t, bint versioned, uint64_t flags)
 cdef cpp.tensor import_capsule(object capsule, bint* copied) except *
 cdef object call_dlpack(object producer, object stream, object copy)
-cdef object dlpack_device(object producer)
+cdef cpp.DLDevice dlpack_device(object producer) except *

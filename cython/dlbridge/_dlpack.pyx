@@ -3,8 +3,11 @@
 producer for one. Nothing else in dlbridge touches a DLPack capsule."""
 from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetName, PyCapsule_GetPointer,
                                 PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName)
+from cpython.bool cimport PyBool_Check
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.object cimport PyObject
-from libc.stdint cimport uint64_t
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport int32_t, uint64_t
 
 cimport dlbridge.cpp as cpp
 
@@ -93,20 +96,33 @@ cdef _not_a_producer(object producer):
                           f"got {type(producer).__name__}")
 
 
-cdef object dlpack_device(object producer):
-    """The producer's (device_type, device_id), checked: TypeError for what is
-    not a pair of ints, BufferError for a device DLPack does not define."""
-    if getattr(type(producer), "__dlpack__", None) is None:
-        raise _not_a_producer(producer)
-    device = producer.__dlpack_device__()
-    if (type(device) is not tuple or len(device) != 2 or not isinstance(device[0], int)
-            or not isinstance(device[1], int) or isinstance(device[0], bool) or isinstance(device[1], bool)):
+cdef cpp.DLDevice dlpack_device(object producer) except *:
+    """The producer's __dlpack_device__(), checked: TypeError for what is not
+    a pair of ints, BufferError for a device DLPack does not define."""
+    cdef PyObject* args[1]
+    args[0] = <PyObject*>producer
+    try:
+        device = PyObject_VectorcallMethod("__dlpack_device__", args, 1, NULL)
+    except AttributeError:
+        if getattr(type(producer), "__dlpack__", None) is None:
+            raise _not_a_producer(producer) from None
+        raise
+    cdef long long kind, index
+    cdef int overflow = 0
+    if (not PyTuple_CheckExact(device) or PyTuple_GET_SIZE(device) != 2
+            or not PyLong_Check(<object>PyTuple_GET_ITEM(device, 0)) or PyBool_Check(<object>PyTuple_GET_ITEM(device, 0))
+            or not PyLong_Check(<object>PyTuple_GET_ITEM(device, 1)) or PyBool_Check(<object>PyTuple_GET_ITEM(device, 1))):
         raise TypeError(f"from_dlpack: __dlpack_device__() must return a (device_type, device_id) tuple "
                         f"of ints, got {device!r}")
-    if not (-2**63 <= device[0] < 2**63 and cpp.is_dlpack_device_type(device[0])) or not 0 <= device[1] < 2**31:
+    kind = PyLong_AsLongLongAndOverflow(<object>PyTuple_GET_ITEM(device, 0), &overflow)
+    index = PyLong_AsLongLongAndOverflow(<object>PyTuple_GET_ITEM(device, 1), &overflow) if not overflow else 0
+    if overflow or not cpp.is_dlpack_device_type(kind) or not 0 <= index < 2**31:
         raise BufferError(f"from_dlpack: __dlpack_device__() returned {device!r}, which is not a DLPack "
                           f"device (a DLDeviceType code and a device id >= 0)")
-    return device
+    cdef cpp.DLDevice out
+    out.device_type = <cpp.DLDeviceType>kind
+    out.device_id = <int32_t>index
+    return out
 
 
 cdef object call_dlpack(object producer, object stream, object copy):

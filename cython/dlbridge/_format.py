@@ -2,6 +2,7 @@
 elements. Only the elements printed are read, so the cost does not grow
 with the array's size."""
 import struct
+from collections.abc import Sequence
 from decimal import Decimal
 
 _THRESHOLD = 1000  # elements above which only the edges are shown
@@ -34,7 +35,7 @@ def _numpy_style(text: str, precision: int) -> str:
         digits = format(exact, "f")
         return digits.rstrip("0") if "." in digits else digits + "."
     sign, figures, exponent = exact.normalize().as_tuple()
-    power = len(figures) - 1 + exponent
+    power = len(figures) - 1 + int(exponent)  # finite: NaN and infinities never get here
     mantissa = f"{figures[0]}.{''.join(map(str, figures[1:]))}"
     return f"{'-' if sign else ''}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
 
@@ -66,7 +67,7 @@ def _block(value_at, shape: tuple, index: tuple, indent: int, summarise: bool, d
     if depth == len(shape):
         return _scalar(value_at(index), dtype_name)
     n = shape[depth]
-    rows = range(n)
+    rows: Sequence[int | None] = range(n)
     if summarise and n > 2 * _EDGE:
         rows = [*range(_EDGE), None, *range(n - _EDGE, n)]
     parts = ["..." if i is None else _block(value_at, shape, index + (i,), indent, summarise, dtype_name)
