@@ -324,14 +324,18 @@ cdef Array from_exchange_api(object x):
     cdef const cpp.DLPackExchangeAPI* api = _exchange_api_of(x)
     if api == NULL:
         return None
-    cdef cpp.tensor t
     if api == &_exchange_api and isinstance(x, Array):
-        # An Array subclass keeping dlbridge's table: a view of it, no export
-        # in between, so that the collector can follow what holds the memory.
-        _require(<Array>x)
-        t = (<Array>x).t
-        return _view(<Array>x, t)
+        # An Array (or a subclass keeping dlbridge's table): a view of it, no
+        # export in between, so that the collector can follow what holds the memory.
+        return _whole_view(<Array>x)
     return _import_through(api, x)
+
+
+cdef Array _whole_view(Array a):
+    """A new Array on all of a's memory."""
+    _require(a)
+    cdef cpp.tensor t = a.t
+    return _view(a, t)
 
 
 cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
