@@ -15,27 +15,19 @@
 namespace dlb::cuda_runtime {
 namespace {
 
-std::string describe(extents_t values) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
-  return s + (values.size() == 1 ? ",)" : ")");
-}
+using dlb::detail::describe;
 
 void check_dtype(dtype t) {
   if (!is_supported(t)) throw std::invalid_argument("unsupported dtype " + dlb::detail::describe(t));
 }
 
 // The checks the raw operations make; returns the element count.
-std::int64_t check_layout(extents_t shape, extents_t src_strides, extents_t dst_strides) {
-  if (shape.size() > std::size_t(max_ndim)) throw std::invalid_argument("too many axes: " + std::to_string(shape.size()));
+std::int64_t check_layout(extents_t shape, dtype type, extents_t src_strides, extents_t dst_strides) {
+  require_shape(shape, type);
   if (src_strides.size() != shape.size() || dst_strides.size() != shape.size())
     throw std::invalid_argument("expected as many strides as axes (" + std::to_string(shape.size()) + "), got " +
                                 std::to_string(src_strides.size()) + " and " + std::to_string(dst_strides.size()));
-  for (auto e : shape)
-    if (e < 0) throw std::invalid_argument("negative extent in shape " + describe(shape));
-  const auto count = element_count(shape);
-  if (!count) throw std::invalid_argument("the element count of shape " + describe(shape) + " overflows int64");
-  return *count;
+  return *element_count(shape);
 }
 
 void check_packed(dtype t, extents_t shape, extents_t strides) {
@@ -155,7 +147,7 @@ void copy_strided(extents_t shape, dtype type, const void* src, extents_t src_st
                   extents_t dst_strides, stream_t stream) {
   require_device();
   check_dtype(type);
-  const std::int64_t count = check_layout(shape, src_strides, dst_strides);
+  const std::int64_t count = check_layout(shape, type, src_strides, dst_strides);
   if (count == 0) return;
   if (type.is_subbyte()) {
     check_packed(type, shape, src_strides);
@@ -173,7 +165,8 @@ void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_st
   require_device();
   check_dtype(from);
   check_dtype(to);
-  const std::int64_t count = check_layout(shape, src_strides, dst_strides);
+  require_shape(shape, to);
+  const std::int64_t count = check_layout(shape, from, src_strides, dst_strides);
   if (count == 0) return;
   check_packed(from, shape, src_strides);
   check_packed(to, shape, dst_strides);
@@ -184,7 +177,7 @@ void fill(extents_t shape, dtype type, void* dst, extents_t dst_strides, const s
   require_device();
   check_dtype(type);
   if (type.is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
-  const std::int64_t count = check_layout(shape, dst_strides, dst_strides);
+  const std::int64_t count = check_layout(shape, type, dst_strides, dst_strides);
   if (count == 0) return;
   alignas(16) unsigned char pattern[16] = {};
   store(type, pattern, value);

@@ -15,14 +15,9 @@ namespace {
 
 // The checks of tensor::empty, then the bytes to allocate.
 std::size_t allocation_bytes(extents_t shape, dtype type) {
-  if (static_cast<std::int64_t>(shape.size()) > max_ndim) throw std::length_error("too many axes");
-  for (auto e : shape)
-    if (e < 0) throw std::invalid_argument("negative extent");
+  require_shape(shape, type);
   if (!is_supported(type)) throw std::invalid_argument("unsupported dtype " + dlb::detail::describe(type));
-  const auto count = element_count(shape);
-  if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
-    throw std::length_error("array size overflows int64");
-  return std::size_t(type.storage_bytes(std::uint64_t(*count)));
+  return std::size_t(type.storage_bytes(std::uint64_t(*element_count(shape))));
 }
 
 // Release callbacks run on any thread, may run after the runtime is gone and

@@ -1,6 +1,5 @@
 #include <cuda_runtime_api.h>
 
-#include <stdexcept>
 #include <type_traits>
 #include <string>
 #include <utility>
@@ -12,30 +11,6 @@ namespace dlb::cuda_runtime {
 
 static_assert(std::is_same_v<stream_t, cudaStream_t>);
 static_assert(std::is_same_v<event_t, cudaEvent_t>);
-
-std::optional<stream_t> stream_from_dlpack(std::optional<std::int64_t> value) {
-  if (!value) return legacy_stream();
-  const std::int64_t v = *value;
-  if (v == -1) return std::nullopt;
-  if (v == 0)
-    throw std::invalid_argument(
-        "stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy default stream, 2 for the "
-        "per-thread one, or -1 for no synchronisation");
-  if (v < -1) throw std::invalid_argument("stream must be -1, 1, 2 or a stream handle, got " + std::to_string(v));
-  if (v == 1) return legacy_stream();
-  if (v == 2) return per_thread_stream();
-  return reinterpret_cast<stream_t>(static_cast<std::uintptr_t>(v));
-}
-
-std::optional<stream_t> stream_from_cai(std::optional<std::int64_t> value) {
-  if (!value) return std::nullopt;
-  const std::int64_t v = *value;
-  if (v == 0) throw std::invalid_argument("stream must be None or a non-zero int, got 0");
-  if (v < 0) throw std::invalid_argument("stream must be 1, 2 or a stream handle, got " + std::to_string(v));
-  if (v == 1) return legacy_stream();
-  if (v == 2) return per_thread_stream();
-  return reinterpret_cast<stream_t>(static_cast<std::uintptr_t>(v));
-}
 
 std::int64_t stream_to_int(stream_t s) noexcept {
   if (s == nullptr || s == cudaStreamLegacy) return 1;

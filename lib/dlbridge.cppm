@@ -122,6 +122,18 @@ using dlb::c_strides;
 using dlb::byte_extent;
 using dlb::byte_span;
 using dlb::coalesce;
+using dlb::shape_defect;
+using dlb::shape_error;
+using dlb::check_shape;
+using dlb::require_shape;
+
+// dlbridge/stream.hpp
+using dlb::cuda_stream;
+using dlb::legacy_default_stream;
+using dlb::per_thread_default_stream;
+using dlb::consumer_stream;
+using dlb::producer_stream;
+using dlb::work_stream;
 
 // dlbridge/element.hpp
 using dlb::float_format;

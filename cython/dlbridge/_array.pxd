@@ -10,8 +10,6 @@ cdef class Array:
     # field, and _array.pyx replaces the collector's slots to follow `t`.
     cdef object _gc_anchor
 
-    cdef cpp.tensor _copy_tensor(self) except *
-
 
 # Wraps a C++ tensor as a Python Array (moving it).
 cdef Array wrap(cpp.tensor& t)

@@ -16,8 +16,10 @@ from libc.stdint cimport int64_t, uint64_t, uint8_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from libcpp cimport bool as cbool
+from libcpp.optional cimport optional
 from libcpp.string cimport string
 from libcpp.utility cimport move
+from libcpp.vector cimport vector
 
 cimport dlbridge.cpp as cpp
 from dlbridge.cpp cimport raise_python_error
@@ -30,9 +32,9 @@ from dlbridge._types import DeviceType
 cdef extern from "dlbridge/devices.hpp" namespace "dlb::python":
     cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error
     void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
-    cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, uintptr_t) except +raise_python_error nogil
-    void order_for_consumer(const cpp.tensor&, uintptr_t) except +raise_python_error nogil
-    void order_after_producer(const cpp.tensor&, uintptr_t) except +raise_python_error nogil
+    cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
+    void order_for_consumer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
+    void order_after_producer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.device cuda_pointer_device(const void*) except +raise_python_error
 
 
@@ -53,19 +55,13 @@ cdef dict _buffer_formats = {
 cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shape, strides,
                               bint readonly) except *:
     """A tensor on memory `owner` keeps alive; strides None means C order."""
-    cdef int64_t[64] dims
-    cdef int64_t[64] steps
-    cdef Py_ssize_t ndim = len(shape)
-    if ndim > cpp.max_ndim:
-        raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {ndim}")
-    for i in range(ndim):
-        dims[i] = shape[i]
-        if strides is not None:
-            steps[i] = strides[i]
+    cdef vector[int64_t] dims = shape
+    cdef vector[int64_t] steps
+    if strides is not None:
+        steps = strides
     Py_INCREF(owner)
-    return cpp.tensor.adopt(data, t, d, cpp.extents_t(dims, ndim),
-                            cpp.extents_t(steps, ndim if strides is not None else 0),
-                            readonly, cpp.release_object, <void*>owner)
+    return cpp.tensor.adopt(data, t, d, cpp.extents_t(dims.data(), dims.size()),
+                            cpp.extents_t(steps.data(), steps.size()), readonly, cpp.release_object, <void*>owner)
 
 
 # ---------------------------------------------------------------------------
@@ -218,7 +214,8 @@ cdef _require_host(Array a, str what):
         raise BufferError(f"{what} needs host-accessible memory; this array is on {a.device}")
 
 
-cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type, uintptr_t stream) except *:
+cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
+                        cpp.cuda_stream stream=cpp.legacy_default_stream) except *:
     """A C-contiguous copy of `t` on `where` as `type` (see devices.hpp: copy_to);
     the GIL is released for large copies and for any work on a GPU."""
     cdef cpp.tensor out
@@ -245,27 +242,20 @@ cdef cpp.device _export_device(Array a, dl_device) except *:
     return (<Device>target).value
 
 
-cdef uintptr_t _consumer_stream(stream, cpp.device target) except? 0:
-    """The consumer's stream of ``__dlpack__(stream=...)`` as a cudaStream_t
-    value, 0 for -1 (no ordering); DLPack's rules for CUDA devices."""
+cdef optional[cpp.cuda_stream] _consumer_stream(stream, cpp.device target) except *:
+    """The consumer's stream of ``__dlpack__(stream=...)``; none for -1."""
     if type(stream) is not int:
         raise TypeError(f"stream must be an int or None, got {type(stream).__name__}")
     if target.type == cpp.kDLCPU or target.type == cpp.kDLCUDAHost:
         raise ValueError(f"stream must be None for arrays on {device_from_cpp(target)}, got {stream!r}")
-    if stream == 0:
-        raise ValueError("stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy "
-                         "default stream, 2 for the per-thread one, or -1 for no synchronisation")
-    if stream < -1:
-        raise ValueError(f"stream must be -1, 1, 2 or a stream handle, got {stream}")
-    return 0 if stream == -1 else stream
+    return cpp.consumer_stream(_stream_int64(stream))
 
 
-cdef uintptr_t _stream_argument(stream) except? 0:
-    """The cudaStream_t value of a ``stream=`` argument of to_device: None is
-    the legacy default stream (1), 2 the per-thread default stream, another
-    int a handle; objects may name theirs through ``__cuda_stream__``."""
+cdef cpp.cuda_stream _work_stream(stream) except? 0:
+    """The stream of a ``stream=`` argument of to_device: None is the legacy
+    default stream; objects may name theirs through ``__cuda_stream__``."""
     if stream is None:
-        return 1
+        return cpp.legacy_default_stream
     if type(stream) is not int and hasattr(stream, "__cuda_stream__"):
         named = stream.__cuda_stream__()
         if type(named) is not tuple or len(named) != 2 or type(named[1]) is not int:
@@ -274,11 +264,13 @@ cdef uintptr_t _stream_argument(stream) except? 0:
     elif type(stream) is not int:
         raise TypeError(f"stream must be an int, an object with __cuda_stream__, or None, "
                         f"got {type(stream).__name__}")
-    if stream == 0:
-        raise ValueError("stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy "
-                         "default stream or 2 for the per-thread one")
-    if stream < 0:
-        raise ValueError(f"stream must be 1, 2 or a stream handle, got {stream}")
+    return cpp.work_stream(_stream_int64(stream))
+
+
+cdef int64_t _stream_int64(stream) except? -1:
+    # Stream handles are addresses, which fit in int64 on every CUDA platform.
+    if not -(1 << 63) <= stream < (1 << 63):
+        raise ValueError(f"stream must fit in 64 bits, got {stream}")
     return stream
 
 
@@ -391,7 +383,7 @@ cdef class Array:
         cdef cpp.device d = self.t.get_device()
         cdef cpp.device target = d
         cdef bint versioned = False
-        cdef uintptr_t consumer = 0
+        cdef optional[cpp.cuda_stream] consumer
         cdef cpp.tensor out
         if max_version is not None:
             if (type(max_version) is not tuple or len(max_version) != 2
@@ -408,19 +400,19 @@ cdef class Array:
             if not versioned and self.t.readonly():
                 raise BufferError("a read-only array cannot be exported as a legacy DLPack capsule "
                                   "(it has no read-only flag); pass max_version=(1, 3)")
-            if consumer > 1:
-                order_for_consumer(self.t, consumer)
+            if consumer.has_value():
+                order_for_consumer(self.t, consumer.value())
             return export_capsule(self.t, versioned, 0)
         if copy is False:
             raise BufferError(f"copy=False, but exporting an array on {self.device} to device "
                               f"{tuple(dl_device)} needs a copy")
         try:
-            out = _copy_to(self.t, target, self.t.type(), 1)
+            out = _copy_to(self.t, target, self.t.type())
         except (RuntimeError, ValueError) as e:
             what = f"to device {tuple(dl_device)}" if not (target == d) else "as a copy"
             raise BufferError(f"cannot export an array on {self.device} {what}: {e}") from None
-        if consumer > 1:
-            order_for_consumer(out, consumer)
+        if consumer.has_value():
+            order_for_consumer(out, consumer.value())
         return export_capsule(out, versioned, cpp.dlpack_flag_is_copied)
 
     # -- devices ------------------------------------------------------------
@@ -432,7 +424,7 @@ cdef class Array:
         this array and before later dlbridge work, without blocking the host."""
         _require(self)
         cdef Device target = as_device(device)
-        cdef uintptr_t s = _stream_argument(stream)
+        cdef cpp.cuda_stream s = _work_stream(stream)
         if target.value == self.t.get_device():
             return self
         cdef cpp.tensor out = _copy_to(self.t, target.value, self.t.type(), s)
@@ -523,15 +515,11 @@ cdef class Array:
         free(buffer.internal)
 
     # -- copies and values --------------------------------------------------
-    cdef cpp.tensor _copy_tensor(self) except *:
-        _require(self)
-        return _copy_to(self.t, self.t.get_device(), self.t.type(), 1)
-
     def copy(self):
         """A new C-contiguous, writable array with the same values, on the
         same device."""
         _require(self)
-        cdef cpp.tensor out = self._copy_tensor()
+        cdef cpp.tensor out = _copy_to(self.t, self.t.get_device(), self.t.type())
         return wrap(out)
 
     def tolist(self):
@@ -858,14 +846,14 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if not moving:
             raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
                               f"not on the requested {target}")
-        t = _copy_to(t, target.value, t.type(), 1)
+        t = _copy_to(t, target.value, t.type())
         return wrap(t)
     if copy and not copied:
-        t = _copy_to(t, t.get_device(), t.type(), 1)
+        t = _copy_to(t, t.get_device(), t.type())
     return wrap(t)
 
 
-cdef object _legacy_stream = 1
+cdef object _legacy_stream = cpp.legacy_default_stream
 
 
 cdef bint _host_to_cpu(int source_type, Device target):
@@ -923,7 +911,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             raise TypeError(f"asarray: cannot convert complex {a.dtype.name} to {want.name}")
         element = want.value
     if not (where == a.t.get_device() and element == a.t.type()):
-        t = _copy_to(a.t, where, element, 1)
+        t = _copy_to(a.t, where, element)
         return wrap(t)
     if copy and not fresh:
         return a.copy()
@@ -996,8 +984,14 @@ cdef Array _from_cuda_array_interface(obj):
         raise BufferError(f"{name}: masked arrays are not supported (mask is {type(interface['mask']).__name__}, "
                           f"expected None)")
     stream = interface.get("stream")
-    if stream is not None and (type(stream) is not int or stream <= 0):
-        raise ValueError(f"{name}: stream must be None or a positive int, got {stream!r}")
+    cdef cpp.cuda_stream producer = cpp.legacy_default_stream
+    if stream is not None:
+        if type(stream) is not int:
+            raise ValueError(f"{name}: stream must be None or a positive int, got {stream!r}")
+        try:
+            producer = cpp.producer_stream(_stream_int64(stream))
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
     shape = _shape_tuple(interface, name)
     cdef cpp.dtype t = _typestr_dtype(interface, name)
     data = interface.get("data")
@@ -1005,10 +999,10 @@ cdef Array _from_cuda_array_interface(obj):
     strides = _element_strides(interface, t, len(shape), name)
     cdef cpp.tensor out = _adopt_object(obj, pointer, t, cuda_pointer_device(pointer),
                                         shape, strides, bool(data[1]))
-    if stream is not None and stream != 1 and out.size():
+    if out.size():
         # The producer's work may still be queued on its stream: the legacy
         # default stream waits for it, the host does not.
-        order_after_producer(out, stream)
+        order_after_producer(out, producer)
     return wrap(out)
 
 
@@ -1069,32 +1063,30 @@ cdef Array _from_buffer(obj):
         free(view)
         raise
     cdef cpp.tensor out
-    cdef int64_t[64] dims
-    cdef int64_t[64] steps
+    cdef vector[int64_t] dims
+    cdef vector[int64_t] steps
     try:
         fmt = view.format.decode("ascii", "replace") if view.format != NULL else "B"
         dt = _buffer_dtype(fmt, view.itemsize)
         if view.suboffsets != NULL:
             raise BufferError("buffers with suboffsets (PIL-style) are not supported")
-        if view.ndim < 0 or view.ndim > cpp.max_ndim:
+        if view.ndim < 0:  # (more than max_ndim axes is validate's to refuse)
             raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {view.ndim}")
         if view.ndim > 0 and view.shape == NULL:
             raise BufferError(f"buffer: the exporter ({type(obj).__name__}) reports {view.ndim} axes but no shape")
-        for i in range(view.ndim):
-            dims[i] = view.shape[i]
-            if view.strides == NULL:  # contiguous exporters (ctypes) may leave strides out
-                continue
-            if view.strides[i] % view.itemsize:
-                raise BufferError(f"buffer: axis {i}: expected a byte stride that is a multiple of "
-                                  f"the itemsize {view.itemsize}, got {view.strides[i]}")
-            steps[i] = view.strides[i] // view.itemsize
+        dims.assign(view.shape, view.shape + view.ndim)
+        if view.strides != NULL:  # contiguous exporters (ctypes) may leave strides out
+            for i in range(view.ndim):
+                if view.strides[i] % view.itemsize:
+                    raise BufferError(f"buffer: axis {i}: expected a byte stride that is a multiple of "
+                                      f"the itemsize {view.itemsize}, got {view.strides[i]}")
+                steps.push_back(view.strides[i] // view.itemsize)
     except BaseException:
         PyBuffer_Release(view)
         free(view)
         raise
     out = cpp.tensor.adopt(view.buf, (<DType>dt).value, cpp.device(cpp.kDLCPU, 0),
-                           cpp.extents_t(dims, view.ndim),
-                           cpp.extents_t(steps, view.ndim if view.strides != NULL else 0),
+                           cpp.extents_t(dims.data(), dims.size()), cpp.extents_t(steps.data(), steps.size()),
                            view.readonly, cpp.release_buffer, view)
     return wrap(out)
 
@@ -1197,34 +1189,46 @@ cdef DType _common_dtype(list leaves):
 
 cdef tuple _checked_shape(shape, DType dt, str name):
     """(shape as a tuple of ints, bytes its elements take), or the error
-    `name` reports for a shape no array can have."""
+    `name` reports for a shape no array can have (layout.hpp: check_shape)."""
     if isinstance(shape, int) or hasattr(shape, "__index__"):
         shape = (shape,)
     try:
         shape = tuple([operator.index(e) for e in shape])
     except TypeError:
         raise TypeError(f"{name}: shape must be an int or a sequence of ints, got {shape!r}") from None
-    if len(shape) > cpp.max_ndim:
-        raise ValueError(f"{name}: expected ndim <= {cpp.max_ndim}, got {len(shape)}")
-    if any(e < 0 for e in shape):
-        raise ValueError(f"{name}: negative extents are not allowed, got shape {shape}")
     count = 1
     for e in shape:
         count *= e
     nbytes = (count * dt.bits + 7) // 8
-    if count >= 2**63 or nbytes >= 2**63:
+    cdef vector[int64_t] dims
+    cdef bint fits = True
+    for e in shape:
+        fits = fits and e < (1 << 63)
+        dims.push_back(min(max(e, -1), (1 << 63) - 1))
+    cdef optional[cpp.shape_error] error = cpp.check_shape(cpp.extents_t(dims.data(), dims.size()), dt.value)
+    cdef cpp.shape_defect defect
+    if error.has_value():
+        defect = error.value().defect
+    elif not fits:  # an extent past int64: the size or the C-order strides overflow
+        defect = cpp.shape_defect.size_overflow if count else cpp.shape_defect.strides_overflow
+    else:
+        return shape, nbytes
+    if defect == cpp.shape_defect.too_many_axes:
+        raise ValueError(f"{name}: expected ndim <= {cpp.max_ndim}, got {len(shape)}")
+    if defect == cpp.shape_defect.negative_extent:
+        raise ValueError(f"{name}: negative extents are not allowed, got shape {shape}")
+    if defect == cpp.shape_defect.size_overflow:
         raise ValueError(f"{name}: shape {shape} of {dt.name} is too big: {nbytes} bytes do not fit in int64")
-    return shape, nbytes
+    raise ValueError(f"{name}: shape {shape} of {dt.name} is too big: its C-order strides do not fit in int64 "
+                     f"(empty axes counted as extent 1)")
 
 
 cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
     cdef cpp.device where = cpp.device(cpp.kDLCPU, 0) if device is None else as_device(device).value
     shape, nbytes = _checked_shape(shape, dt, name)
-    cdef int64_t[64] dims
-    for i, e in enumerate(shape):
-        dims[i] = min(e, 2**63 - 1)
+    cdef vector[int64_t] dims = shape
     try:
-        return empty_on(where, cpp.extents_t(dims, len(shape)), dt.value)
+        return empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value)
     except MemoryError:
         raise MemoryError(f"{name}: cannot allocate {nbytes} bytes for shape {shape} of {dt.name}") from None
 

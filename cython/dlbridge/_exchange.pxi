@@ -25,7 +25,7 @@ cdef extern from "Python.h":
 # reported as cudaStreamLegacy, the handle 0x1, not as NULL: NULL means the
 # per-thread default stream in code built with --default-stream per-thread,
 # while 0x1 names the legacy stream in any build (it is DLPack's stream 1).
-cdef void* _legacy_default_stream = <void*><uintptr_t>1
+cdef void* _legacy_default_stream = <void*>cpp.legacy_default_stream
 
 
 cdef int _fail(error) noexcept:
@@ -356,12 +356,12 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
     cdef cpp.tensor t = cpp.tensor.import_(m, cpp.release_versioned)
     # The slot does not synchronise: the data is ready in the order of the
     # producer's current work stream, which the legacy default stream (where
-    # dlbridge's arrays are ready) must wait for. NULL and 1 both name the
-    # legacy stream and need nothing, not even a CUDA backend.
+    # dlbridge's arrays are ready) must wait for. NULL names the legacy stream
+    # too; it, like 1, needs nothing, not even a CUDA backend.
     cdef cpp.device d = t.get_device()
     cdef void* stream = NULL
     if d.type == cpp.kDLCUDA or d.type == cpp.kDLCUDAManaged:
         _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
-        if stream != NULL and stream != _legacy_default_stream:
-            order_after_producer(t, <uintptr_t>stream)
+        if stream != NULL:
+            order_after_producer(t, <cpp.cuda_stream>stream)
     return wrap(t)

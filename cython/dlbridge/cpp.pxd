@@ -1,6 +1,6 @@
 # The dlbridge C++ core (lib/include/dlbridge), declared for Cython.
 from cpython.object cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
 from libcpp.string cimport string
@@ -152,6 +152,24 @@ cdef extern from "dlbridge/layout.hpp" namespace "dlb" nogil:
         int64_t operator[](size_t)
     cbool is_c_contiguous(extents_t, extents_t)
     cbool is_f_contiguous(extents_t, extents_t)
+    cdef enum class shape_defect "dlb::shape_defect":
+        too_many_axes
+        negative_extent
+        size_overflow
+        strides_overflow
+    cdef cppclass shape_error "dlb::shape_error":
+        shape_defect defect
+        int32_t axis
+    optional[shape_error] check_shape(extents_t, dtype)
+
+
+cdef extern from "dlbridge/stream.hpp" namespace "dlb" nogil:
+    # A cudaStream_t's value: 1 and 2 the default streams, never 0.
+    ctypedef uintptr_t cuda_stream
+    const cuda_stream legacy_default_stream
+    optional[cuda_stream] consumer_stream(int64_t) except +raise_python_error
+    cuda_stream producer_stream(int64_t) except +raise_python_error
+    cuda_stream work_stream(int64_t) except +raise_python_error
 
 
 cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
@@ -283,7 +301,7 @@ cdef extern from "dlbridge/tensor.hpp" namespace "dlb" nogil:
         int64_t shape(int32_t)
         int64_t stride(int32_t)
         cbool readonly()
-        void set_readonly(cbool)
+        void make_readonly()
         int64_t size()
         int64_t nbytes()
         cbool is_c_contiguous()

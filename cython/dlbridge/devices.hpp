@@ -8,6 +8,7 @@
 
 #include "dlbridge/copy.hpp"
 #include "dlbridge/element.hpp"
+#include "dlbridge/stream.hpp"
 #include "dlbridge/tensor.hpp"
 #if DLBRIDGE_HAVE_CUDA
 #include "dlbridge/cuda/copy.hpp"
@@ -50,20 +51,19 @@ inline tensor empty_on(device where, extents_t shape, dtype type) {
   }
 }
 
-// Streams are passed as the raw value of a cudaStream_t, which is also what the
-// stream integers of DLPack and the CUDA array interface mean: 0 and 1 are the
-// legacy default stream, 2 the per-thread default stream, anything else a
-// handle. Every array dlbridge holds on a GPU is ready in the order of its
-// device's legacy default stream: work dlbridge queues elsewhere is ordered
-// back onto it, and data imported from a producer is ordered onto it.
+// Streams are cuda_stream values (dlbridge/stream.hpp): 1 the legacy default
+// stream, 2 the per-thread one, anything else a cudaStream_t; never 0. Every
+// array dlbridge holds on a GPU is ready in the order of its device's legacy
+// default stream: work dlbridge queues elsewhere is ordered back onto it, and
+// data imported from a producer is ordered onto it.
 
 // Makes `waiter` wait, without blocking the host, for the work queued so far
 // on `waited` (an event recorded on one, waited on by the other), on t's
 // device. Nothing to do for memory that no stream writes, or when both are
-// the legacy stream.
-inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] std::uintptr_t waiter,
-                          [[maybe_unused]] std::uintptr_t waited) {
-  if ((waiter <= 1 && waited <= 1) || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged)) return;
+// the same stream.
+inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] cuda_stream waiter,
+                          [[maybe_unused]] cuda_stream waited) {
+  if (waiter == waited || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged)) return;
 #if DLBRIDGE_HAVE_CUDA
   namespace cr = cuda_runtime;
   cr::require_device();
@@ -75,18 +75,22 @@ inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] std
 }
 
 // __dlpack__(stream=consumer): the consumer's stream waits for the legacy one.
-inline void order_for_consumer(const tensor& t, std::uintptr_t consumer) { order_streams(t, consumer, 1); }
+inline void order_for_consumer(const tensor& t, cuda_stream consumer) {
+  order_streams(t, consumer, legacy_default_stream);
+}
 
 // An import ready on `producer` (a CUDA array interface's "stream", an
 // exchange API's work stream): the legacy stream waits for it.
-inline void order_after_producer(const tensor& t, std::uintptr_t producer) { order_streams(t, 1, producer); }
+inline void order_after_producer(const tensor& t, cuda_stream producer) {
+  order_streams(t, legacy_default_stream, producer);
+}
 
 // A new C-contiguous tensor on `where` holding src's elements converted to
 // `type`. Work on a GPU is queued on `stream`, ordered after and then before
 // the legacy default stream, so the result follows the rule above; the host
 // never waits, unless the result is on the CPU. Host-to-host copies stay on
 // the CPU engine.
-inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unused]] std::uintptr_t stream) {
+inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unused]] cuda_stream stream) {
   const device from = src.device();
   if (from.type == kDLCPU && where.type == kDLCPU) return astype(src, type);
   for (const device d : {from, where})

@@ -170,7 +170,7 @@ TEST_CASE("abi v1: LP64 sizes") {
 TEST_CASE("abi v1: a dlbridge export reads correctly through the upstream struct") {
   std::int64_t shape[] = {2, 3};
   auto t = dlb::tensor::empty(shape, dlb::dtype{dlb::kDLFloat, 32});
-  t.set_readonly(true);
+  t.make_readonly();
   dlb::DLManagedTensorVersioned* ours = t.export_versioned(dlb::dlpack_flag_is_copied);
 
   ::DLManagedTensorVersioned theirs;

@@ -441,7 +441,7 @@ TEST_CASE("astype: same dtype copies; copy() is writable and independent") {
   auto t = dlb::tensor::empty(vec{4}, dlb::dtype{dlb::kDLFloat, 64});
   auto* p = static_cast<double*>(t.data());
   for (int i = 0; i < 4; ++i) p[i] = i + 0.5;
-  t.set_readonly(true);
+  t.make_readonly();
   const auto reversed = t.restrided(p + 3, vec{4}, vec{-1});
   auto c = dlb::copy(reversed);
   CHECK_FALSE(c.readonly());

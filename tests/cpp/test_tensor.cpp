@@ -244,17 +244,28 @@ TEST_CASE("tensor: restrided views share memory") {
   CHECK(static_cast<std::int32_t*>(reversed.data())[0] == 42);
 }
 
-TEST_CASE("tensor: views inherit read-only; set_readonly is per handle") {
+TEST_CASE("tensor: views inherit read-only; make_readonly is per handle and one-way") {
   auto t = dlb::tensor::empty(vec{4}, f32);
-  t.set_readonly(true);
+  const dlb::tensor writable = t;
+  t.make_readonly();
+  CHECK(t.readonly());
+  CHECK_FALSE(writable.readonly());
   auto v = t.restrided(t.data(), vec{2}, vec{2});
   CHECK(v.readonly());
   dlb::tensor copy = t;
   CHECK(copy.readonly());
-  v.set_readonly(false);
-  CHECK_FALSE(v.readonly());
-  CHECK(t.readonly());
+  copy.make_readonly();  // idempotent
+  CHECK(copy.readonly());
 }
+
+// Nothing makes a read-only handle writable again.
+template <class Tensor>
+constexpr bool can_clear_readonly = requires(Tensor& t) { t.set_readonly(false); };
+struct two_way_flag {
+  void set_readonly(bool) {}
+};
+static_assert(can_clear_readonly<two_way_flag>);  // the check can fail
+static_assert(!can_clear_readonly<dlb::tensor>);
 
 // ---------------------------------------------------------------------------
 // adopt()
@@ -632,12 +643,11 @@ TEST_CASE("tensor: export_versioned flags") {
   };
   CHECK(flags_of(0) == 0);
   CHECK(flags_of(dlb::dlpack_flag_is_copied) == dlb::dlpack_flag_is_copied);
-  t.set_readonly(true);
+  // READ_ONLY passed in by the caller is kept even on a writable tensor.
+  CHECK(flags_of(dlb::dlpack_flag_read_only) == dlb::dlpack_flag_read_only);
+  t.make_readonly();
   CHECK(flags_of(0) == dlb::dlpack_flag_read_only);
   CHECK(flags_of(dlb::dlpack_flag_is_copied) == (dlb::dlpack_flag_read_only | dlb::dlpack_flag_is_copied));
-  CHECK(flags_of(dlb::dlpack_flag_read_only) == dlb::dlpack_flag_read_only);
-  t.set_readonly(false);
-  // READ_ONLY passed in by the caller is kept even on a writable tensor.
   CHECK(flags_of(dlb::dlpack_flag_read_only) == dlb::dlpack_flag_read_only);
   CHECK(t.use_count() == 1);
 }
@@ -749,7 +759,7 @@ TEST_CASE("tensor: export + import round trips run the release exactly once") {
   }
   SUBCASE("read-only survives a versioned round trip") {
     auto t = dlb::tensor::empty(vec{2}, f32);
-    t.set_readonly(true);
+    t.make_readonly();
     auto back = dlb::tensor::import(t.export_versioned());
     CHECK(back.readonly());
   }

@@ -378,7 +378,7 @@ GPU_TEST_CASE("bad arguments are std::invalid_argument, not CUDA errors") {
   const auto e = cr::empty_device(std::array<std::int64_t, 2>{4, 3}, dlb::dtype_of<float>);
   CHECK_THROWS_AS(cr::copy(d, e, cr::legacy_stream()), std::invalid_argument);
   dlb::tensor ro = d;
-  ro.set_readonly(true);
+  ro.make_readonly();
   CHECK_THROWS_AS(cr::copy(d, ro, cr::legacy_stream()), std::invalid_argument);
   const std::array<std::int64_t, 1> shape{4}, strided{2};
   CHECK_THROWS_AS(cr::copy_strided(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), strided, e.data(), strided, cr::legacy_stream()),

@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdint>
 #include <cstdlib>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,38 +65,13 @@ TEST_CASE("stream_t is cudaStream_t and the default streams have their protocol 
   CHECK(cr::per_thread_stream() == cudaStreamPerThread);
 }
 
-TEST_CASE("DLPack stream integers: None and 1 legacy, 2 per-thread, -1 no sync, > 2 a handle") {
-  CHECK(cr::stream_from_dlpack(std::nullopt) == cr::legacy_stream());
-  CHECK(cr::stream_from_dlpack(1) == cr::legacy_stream());
-  CHECK(cr::stream_from_dlpack(2) == cr::per_thread_stream());
-  CHECK(!cr::stream_from_dlpack(-1).has_value());
-  CHECK(cr::stream_from_dlpack(0x7f0012345600) == reinterpret_cast<cr::stream_t>(std::uintptr_t{0x7f0012345600}));
-  CHECK(cr::stream_from_dlpack(3) == reinterpret_cast<cr::stream_t>(std::uintptr_t{3}));
-  CHECK_THROWS_WITH_AS((void)cr::stream_from_dlpack(0),
-                       "stream 0 is ambiguous on CUDA (it could mean 1 or 2); pass 1 for the legacy default stream, 2 "
-                       "for the per-thread one, or -1 for no synchronisation",
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS((void)cr::stream_from_dlpack(-2), "stream must be -1, 1, 2 or a stream handle, got -2",
-                       std::invalid_argument);
-  CHECK_THROWS_AS((void)cr::stream_from_dlpack(INT64_MIN), std::invalid_argument);
-}
-
-TEST_CASE("CUDA Array Interface stream integers: None no sync, 1 legacy, 2 per-thread, others handles") {
-  CHECK(!cr::stream_from_cai(std::nullopt).has_value());
-  CHECK(cr::stream_from_cai(1) == cr::legacy_stream());
-  CHECK(cr::stream_from_cai(2) == cr::per_thread_stream());
-  CHECK(cr::stream_from_cai(0x1000) == reinterpret_cast<cr::stream_t>(std::uintptr_t{0x1000}));
-  CHECK_THROWS_WITH_AS((void)cr::stream_from_cai(0), "stream must be None or a non-zero int, got 0", std::invalid_argument);
-  CHECK_THROWS_WITH_AS((void)cr::stream_from_cai(-1), "stream must be 1, 2 or a stream handle, got -1", std::invalid_argument);
-}
-
 TEST_CASE("stream_to_int gives the protocol value back, the null stream being the legacy one") {
   CHECK(cr::stream_to_int(nullptr) == 1);
   CHECK(cr::stream_to_int(cr::legacy_stream()) == 1);
   CHECK(cr::stream_to_int(cr::per_thread_stream()) == 2);
   CHECK(cr::stream_to_int(reinterpret_cast<cr::stream_t>(std::uintptr_t{0x55550000})) == 0x55550000);
   for (const std::int64_t v : std::array<std::int64_t, 4>{1, 2, 3, 0x7f0012345600})
-    CHECK(cr::stream_to_int(*cr::stream_from_dlpack(v)) == v);
+    CHECK(cr::stream_to_int(reinterpret_cast<cr::stream_t>(*dlb::consumer_stream(v))) == v);
   CHECK(cr::same_stream(nullptr, cr::legacy_stream()));
   CHECK(!cr::same_stream(cr::legacy_stream(), cr::per_thread_stream()));
 }
@@ -148,7 +122,7 @@ NO_GPU_TEST_CASE("every call that needs a device throws cuda_unavailable, naming
   check_unavailable("synchronize", [&] { cr::synchronize(s); });
   check_unavailable("require_device", [&] { cr::require_device(); });
   // The stream integers and messages need no device.
-  CHECK(cr::stream_from_dlpack(2) == cr::per_thread_stream());
+  CHECK(reinterpret_cast<cr::stream_t>(*dlb::consumer_stream(2)) == cr::per_thread_stream());
 }
 
 NO_GPU_TEST_CASE("without a device every pointer is CPU memory (no error, no crash)") {

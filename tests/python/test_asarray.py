@@ -6,6 +6,7 @@ import array
 import gc
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -271,7 +272,15 @@ def test_cuda_interface_streams_needing_no_order(host, stream):
 
 @pytest.mark.parametrize("stream", [0, -1, True, 1.0, "1"])
 def test_cuda_interface_bad_stream_raises_value_error(host, stream):
-    with pytest.raises(ValueError, match="stream"):
+    message = f"__cuda_array_interface__: stream must be None or a positive int, got {stream!r}"
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
+        dlbridge.asarray(CudaInterface(host, stream=stream))
+
+
+@pytest.mark.parametrize("stream", [1 << 63, -(1 << 63) - 1, 1 << 100])
+def test_cuda_interface_stream_past_64_bits_raises_value_error(host, stream):
+    message = f"__cuda_array_interface__: stream must fit in 64 bits, got {stream}"
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
         dlbridge.asarray(CudaInterface(host, stream=stream))
 
 

@@ -101,6 +101,8 @@ class NamedStream:
     (True, TypeError, "got bool"),
     (NamedStream([0, 5]), TypeError, "__cuda_stream__() must return a (version, handle) tuple, got [0, 5]"),
     (NamedStream((0, 0)), ValueError, "stream 0 is ambiguous"),
+    (1 << 64, ValueError, f"stream must fit in 64 bits, got {1 << 64}"),
+    (NamedStream((0, -(1 << 63) - 1)), ValueError, f"stream must fit in 64 bits, got {-(1 << 63) - 1}"),
 ])
 def test_to_device_stream_is_checked_before_any_work(stream, error, message):
     with pytest.raises(error, match=re.escape(message)):

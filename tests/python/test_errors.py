@@ -372,7 +372,9 @@ def test_dlpack_stream_of_a_wrong_type_is_a_type_error_on_every_device(stream, n
 
 
 @pytest.mark.parametrize("stream, message", [(0, "stream 0 is ambiguous on CUDA"),
-                                             (-2, "stream must be -1, 1, 2 or a stream handle, got -2")])
+                                             (-2, "stream must be -1, 1, 2 or a stream handle, got -2"),
+                                             (1 << 63, f"stream must fit in 64 bits, got {1 << 63}"),
+                                             (-(1 << 64), f"stream must fit in 64 bits, got {-(1 << 64)}")])
 def test_dlpack_stream_value_on_a_device(stream, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         on_cuda().__dlpack__(stream=stream, max_version=(1, 3))

@@ -11,6 +11,7 @@ tests only look at their shapes and never at their elements.
 """
 import ctypes
 import gc
+import re
 
 import numpy as np
 import pytest
@@ -233,8 +234,21 @@ def test_an_empty_array_whose_c_order_strides_overflow_is_refused(route, shape, 
 def test_creating_an_empty_array_whose_c_order_strides_overflow_is_refused(make, shape, dtype):
     # tensor::empty used to wrap them: (0, 3, 2**62 + 1) had strides
     # (-4611686018427387901, 4611686018427387905, 1).
-    with pytest.raises(ValueError, match="^C-order strides overflow int64$"):
+    name = {dlbridge.empty: "empty", dlbridge.zeros: "zeros"}.get(make, "full")
+    message = (f"{name}: shape {shape} of {dtype} is too big: its C-order strides do not fit in int64 "
+               f"(empty axes counted as extent 1)")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         make(shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("shape", [(0, 2**64), (2**63, 0), (0, 2**63)])
+def test_an_empty_shape_with_an_extent_past_int64_is_refused_not_clamped(shape):
+    # Such extents used to be clamped to 2**63 - 1: zeros((0, 2**64), dtype=bool)
+    # gave an array of shape (0, 9223372036854775807).
+    message = (f"zeros: shape {shape} of bool is too big: its C-order strides do not fit in int64 "
+               f"(empty axes counted as extent 1)")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        dlbridge.zeros(shape, dtype="bool")
 
 
 def test_operations_on_a_huge_zero_strided_array_do_not_read_past_its_element():

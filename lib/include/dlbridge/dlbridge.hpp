@@ -7,6 +7,7 @@
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
+#include "dlbridge/stream.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/validate.hpp"
 #include "dlbridge/version.hpp"

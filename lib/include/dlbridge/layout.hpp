@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "dlbridge/dtype.hpp"
 
@@ -93,6 +95,59 @@ constexpr void c_strides(extents_t shape, std::span<std::int64_t> out) {
     s *= std::max<std::int64_t>(shape[i], 1);
   }
 }
+
+// -- The shapes an array can have ----------------------------------------------
+
+// Why no array can have a shape (check_shape).
+enum class shape_defect : std::uint8_t {
+  too_many_axes,     // more than max_ndim
+  negative_extent,   // an extent below 0
+  size_overflow,     // element count times itemsize beyond int64
+  strides_overflow,  // C-order strides beyond int64 (empty axes counted as 1)
+};
+
+struct shape_error {
+  shape_defect defect;
+  std::int32_t axis = -1;  // the negative extent's axis; -1 for the other defects
+};
+
+// The one rule for the shape of every array dlbridge makes or imports: at
+// most max_ndim axes, extents >= 0, and a byte size and C-order strides that
+// fit in int64 (empty arrays get C-order strides too, as in NumPy and
+// PyTorch). Each caller words the error as its own exception.
+[[nodiscard]] constexpr std::optional<shape_error> check_shape(extents_t shape, dtype type) {
+  if (shape.size() > std::size_t(max_ndim)) return shape_error{shape_defect::too_many_axes};
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 0) return shape_error{shape_defect::negative_extent, std::int32_t(i)};
+  const auto itemsize = std::int64_t(type.itemsize());
+  const auto count = element_count(shape);
+  if (!count || !checked_mul(*count, itemsize)) return shape_error{shape_defect::size_overflow};
+  const auto volume = stride_volume(shape);
+  if (!volume || !checked_mul(*volume, itemsize)) return shape_error{shape_defect::strides_overflow};
+  return std::nullopt;
+}
+
+// check_shape as C++ allocators report it: std::invalid_argument for a
+// negative extent, std::length_error for the rest.
+inline void require_shape(extents_t shape, dtype type) {
+  const auto error = check_shape(shape, type);
+  if (!error) return;
+  switch (error->defect) {
+    case shape_defect::too_many_axes: throw std::length_error("too many axes");
+    case shape_defect::negative_extent: throw std::invalid_argument("negative extent");
+    case shape_defect::size_overflow: throw std::length_error("array size overflows int64");
+    case shape_defect::strides_overflow: throw std::length_error("C-order strides overflow int64");
+  }
+}
+
+namespace detail {
+// "(2, 3)", "(4,)": extents as Python writes a tuple, for messages.
+inline std::string describe(extents_t extents) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < extents.size(); ++i) s += (i ? ", " : "") + std::to_string(extents[i]);
+  return s + (extents.size() == 1 ? ",)" : ")");
+}
+}  // namespace detail
 
 // The bytes an array touches, relative to its first element: [lo, hi) with
 // lo <= 0 < hi, or [0, 0) when it is empty.

@@ -109,18 +109,8 @@ class tensor {
   // the size overflows, std::invalid_argument for a negative extent and
   // std::bad_alloc when memory is short.
   [[nodiscard]] static tensor empty(extents_t shape, dtype type) {
-    if (static_cast<std::int64_t>(shape.size()) > max_ndim) throw std::length_error("too many axes");
-    for (auto e : shape)
-      if (e < 0) throw std::invalid_argument("negative extent");
-    const auto count = element_count(shape);
-    if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
-      throw std::length_error("array size overflows int64");
-    // An empty array gets C-order strides too, which count empty axes as 1:
-    // refuse the shapes validate() refuses, whose strides would overflow.
-    const auto volume = stride_volume(shape);
-    if (!volume || !checked_mul(*volume, std::int64_t(type.itemsize())))
-      throw std::length_error("C-order strides overflow int64");
-    const std::uint64_t bytes = type.storage_bytes(std::uint64_t(*count));
+    require_shape(shape, type);
+    const std::uint64_t bytes = type.storage_bytes(std::uint64_t(*element_count(shape)));
     const std::size_t rounded = (std::max<std::uint64_t>(bytes, 1) + allocation_alignment - 1) /
                                 allocation_alignment * allocation_alignment;
     void* memory = std::aligned_alloc(allocation_alignment, rounded);
@@ -141,10 +131,10 @@ class tensor {
   [[nodiscard]] static tensor adopt(void* data, dtype type, device dev, extents_t shape,
                                     extents_t strides, bool readonly, keeper::release_fn release,
                                     void* ctx) {
-    DLTensor described{data, dev, std::int32_t(shape.size()), type,
-                       const_cast<std::int64_t*>(shape.data()),
+    // More axes than int32 counts are still more than max_ndim: validate says so.
+    const auto ndim = std::int32_t(std::min<std::size_t>(shape.size(), INT32_MAX));
+    DLTensor described{data, dev, ndim, type, const_cast<std::int64_t*>(shape.data()),
                        strides.empty() ? nullptr : const_cast<std::int64_t*>(strides.data()), 0};
-    if (shape.size() > std::size_t(max_ndim)) described.ndim = max_ndim + 1;  // let validate say so
     if (!strides.empty() && strides.size() != shape.size()) {
       if (release) release(ctx);
       throw std::invalid_argument("expected as many strides as axes (" + std::to_string(shape.size()) + "), got " +
@@ -282,7 +272,8 @@ class tensor {
   [[nodiscard]] std::int64_t shape(std::int32_t i) const noexcept { return dims()[i]; }
   [[nodiscard]] std::int64_t stride(std::int32_t i) const noexcept { return dims()[ndim_ + i]; }
   [[nodiscard]] bool readonly() const noexcept { return readonly_; }
-  void set_readonly(bool r) noexcept { readonly_ = r; }
+  // One-way: memory a producer lent read-only must never become writable.
+  void make_readonly() noexcept { readonly_ = true; }
   // Sizes were checked when the tensor was made, so these cannot overflow.
   [[nodiscard]] std::int64_t size() const noexcept { return *element_count(shape()); }
   [[nodiscard]] std::int64_t nbytes() const noexcept { return std::int64_t(dtype_.storage_bytes(size())); }

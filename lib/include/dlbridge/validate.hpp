@@ -50,11 +50,6 @@ inline std::string describe(dtype t) {
          std::to_string(t.lanes) + ")";
 }
 
-inline std::string describe(extents_t extents) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < extents.size(); ++i) s += (i ? ", " : "") + std::to_string(extents[i]);
-  return s + (extents.size() == 1 ? ",)" : ")");
-}
 }  // namespace detail
 
 [[nodiscard]] inline std::optional<import_error> validate_version(DLPackVersion v) {
@@ -90,18 +85,19 @@ inline std::string describe(extents_t extents) {
     return import_error{"dtype", -1, "a supported (code, bits) pair", detail::describe(type)};
   if (t.ndim > 0 && t.shape == nullptr) return import_error{"shape", -1, "a shape array", "NULL"};
   const extents_t shape(t.shape, static_cast<std::size_t>(t.ndim));
-  for (std::int32_t i = 0; i < t.ndim; ++i)
-    if (shape[i] < 0)
-      return import_error{"shape", i, "extent >= 0", "extent " + to_string(shape[i])};
+  if (const auto error = check_shape(shape, type)) {
+    switch (error->defect) {
+      case shape_defect::too_many_axes: break;  // ndim was checked above
+      case shape_defect::negative_extent:
+        return import_error{"shape", error->axis, "extent >= 0", "extent " + to_string(shape[error->axis])};
+      case shape_defect::size_overflow:
+        return import_error{"shape", -1, "a byte size that fits in int64", "an overflowing element count"};
+      case shape_defect::strides_overflow:
+        return import_error{"shape", -1, "C-order strides that fit in int64 (empty axes counted as extent 1)",
+                            "extents " + detail::describe(shape)};
+    }
+  }
   const auto count = element_count(shape);
-  if (!count || !checked_mul(*count, std::int64_t(type.itemsize())))
-    return import_error{"shape", -1, "a byte size that fits in int64", "an overflowing element count"};
-  // Empty tensors get C-order strides too (NULL strides, every export): like
-  // NumPy and PyTorch, refuse shapes whose strides would overflow.
-  const auto volume = stride_volume(shape);
-  if (!volume || !checked_mul(*volume, std::int64_t(type.itemsize())))
-    return import_error{"shape", -1, "C-order strides that fit in int64 (empty axes counted as extent 1)",
-                        "extents " + detail::describe(shape)};
   // Checked for empty tensors too, since the tensor still keeps data + byte_offset.
   const auto base = reinterpret_cast<std::uintptr_t>(t.data);
   if (t.byte_offset > UINTPTR_MAX - base)

@@ -1,10 +1,10 @@
-// CUDA streams and events, and the stream integers of the Python protocols
-// (DLPack's __dlpack__(stream=...) and the CUDA Array Interface's "stream").
-// The header needs no CUDA header: stream_t is cudaStream_t's own type.
+// CUDA streams and events. The header needs no CUDA header: stream_t is
+// cudaStream_t's own type.
 #pragma once
 
 #include <cstdint>
-#include <optional>
+
+#include "dlbridge/stream.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 struct CUevent_st;   // cudaEvent_t is CUevent_st*
@@ -17,22 +17,10 @@ using event_t = CUevent_st*;
 // The legacy default stream (cudaStreamLegacy, the value 1 in both protocols)
 // and the calling thread's per-thread default stream (cudaStreamPerThread, 2).
 // The null stream (nullptr) is the legacy one too.
-[[nodiscard]] inline stream_t legacy_stream() noexcept { return reinterpret_cast<stream_t>(std::uintptr_t{1}); }
-[[nodiscard]] inline stream_t per_thread_stream() noexcept { return reinterpret_cast<stream_t>(std::uintptr_t{2}); }
+[[nodiscard]] inline stream_t legacy_stream() noexcept { return reinterpret_cast<stream_t>(legacy_default_stream); }
+[[nodiscard]] inline stream_t per_thread_stream() noexcept { return reinterpret_cast<stream_t>(per_thread_default_stream); }
 
-// -- Stream integers (no device needed) ---------------------------------------
-
-// The stream a consumer passed to __dlpack__(stream=...) for a CUDA array;
-// nullopt means "do not synchronise" (-1). None (nullopt) and 1 are the legacy
-// default stream, 2 the per-thread default stream, > 2 a cudaStream_t.
-// Throws std::invalid_argument for 0 (ambiguous) and for values below -1.
-[[nodiscard]] std::optional<stream_t> stream_from_dlpack(std::optional<std::int64_t> value);
-
-// The stream a producer named in __cuda_array_interface__["stream"]; nullopt
-// (None or absent) means no synchronisation is needed. 1 is the legacy
-// default stream, 2 the per-thread one, any other positive value a
-// cudaStream_t. Throws std::invalid_argument for 0 and negative values.
-[[nodiscard]] std::optional<stream_t> stream_from_cai(std::optional<std::int64_t> value);
+// -- Stream integers (no device needed; dlbridge/stream.hpp reads them) ---------
 
 // The integer naming `s` in both protocols: 1 for the legacy default stream
 // (nullptr included), 2 for the per-thread one, else the handle's value.
