@@ -106,6 +106,7 @@ using dlb::is_dlpack_code;
 using dlb::dtype_from_name;
 using dlb::dtype_from_typestr;
 using dlb::typestr;
+using dlb::buffer_format;
 using dlb::dtype_of;  // with its specialisations
 
 // dlbridge/layout.hpp

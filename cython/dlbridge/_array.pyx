@@ -42,11 +42,6 @@ cdef extern from "dlbridge/devices.hpp" namespace "dlb::python":
 cdef int64_t _nogil_bytes = 1 << 16
 
 cdef dict _device_types = {int(t): t for t in DeviceType}
-cdef dict _buffer_formats = {
-    "bool": b"?", "int8": b"b", "uint8": b"B", "int16": b"h", "uint16": b"H", "int32": b"i",
-    "uint32": b"I", "int64": b"q", "uint64": b"Q", "float16": b"e", "float32": b"f",
-    "float64": b"d", "complex64": b"Zf", "complex128": b"Zd",
-}
 
 
 # ---------------------------------------------------------------------------
@@ -477,8 +472,8 @@ cdef class Array:
         _require_host(self, "the buffer protocol")
         if (flags & PyBUF_WRITABLE) and self.t.readonly():
             raise BufferError("the array is read-only; a writable buffer was requested")
-        fmt = _buffer_formats.get(self.dtype.name)
-        if fmt is None:
+        cdef cpp.string_view fmt = cpp.find_dtype(self.t.type()).buffer_format  # NUL-terminated, static
+        if fmt.empty():
             raise BufferError(f"{self.dtype.name} has no buffer-protocol format; use DLPack")
         cdef int ndim = self.t.ndim()
         cdef int64_t itemsize = self.t.type().itemsize()
@@ -504,7 +499,7 @@ cdef class Array:
         buffer.len = self.t.size() * itemsize
         buffer.readonly = self.t.readonly()
         buffer.itemsize = itemsize
-        buffer.format = <char*>fmt if (flags & PyBUF_FORMAT) else NULL
+        buffer.format = <char*>fmt.data() if (flags & PyBUF_FORMAT) else NULL
         buffer.ndim = ndim
         buffer.shape = dims if (flags & PyBUF_ND) == PyBUF_ND else NULL
         buffer.strides = dims + ndim if strided else NULL
@@ -1027,13 +1022,23 @@ cdef Array _from_array_interface(obj):
 # Buffer-protocol formats with a DLPack dtype: (kind, item size in native
 # mode "@", item size in the standard modes "=<>!"; None: not allowed there),
 # as the struct module defines them.
-cdef dict _format_kinds = {
-    "?": ("bool", 1, 1), "b": ("int", 1, 1), "B": ("uint", 1, 1), "h": ("int", 2, 2), "H": ("uint", 2, 2),
-    "i": ("int", 4, 4), "I": ("uint", 4, 4), "l": ("int", sizeof(long), 4), "L": ("uint", sizeof(long), 4),
-    "q": ("int", 8, 8), "Q": ("uint", 8, 8), "n": ("int", sizeof(Py_ssize_t), None),
-    "N": ("uint", sizeof(size_t), None), "e": ("float", 2, 2), "f": ("float", 4, 4), "d": ("float", 8, 8),
-    "Zf": ("complex", 8, 8), "Zd": ("complex", 16, 16),
-}
+cdef dict _buffer_formats():
+    """Buffer format -> (dtype name with no size, native bytes, standard bytes):
+    the dtype table's formats, and the struct codes whose native size is the
+    platform's (None: no standard size)."""
+    cdef dict formats = {}
+    cdef cpp.string_view f
+    for i in range(cpp.dtype_table.size()):
+        f = cpp.dtype_table[i].buffer_format
+        if not f.empty():
+            d = dtype_from_cpp(cpp.dtype_table[i].type)
+            formats[f.data()[:f.size()].decode("ascii")] = (d.name.rstrip("0123456789"), d.itemsize, d.itemsize)
+    formats.update({"l": ("int", sizeof(long), 4), "L": ("uint", sizeof(long), 4),
+                    "n": ("int", sizeof(Py_ssize_t), None), "N": ("uint", sizeof(size_t), None)})
+    return formats
+
+
+cdef dict _format_kinds = _buffer_formats()
 cdef str _foreign_order = ">!" if sys.byteorder == "little" else "<"
 
 

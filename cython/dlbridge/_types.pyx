@@ -2,6 +2,8 @@
 """DType and Device: the value types of dlbridge."""
 import enum
 
+from libcpp.optional cimport optional
+
 cimport dlbridge.cpp as cpp
 
 
@@ -106,22 +108,12 @@ cdef DType dtype_from_cpp(cpp.dtype t):
 
 cdef _init_dtypes():
     cdef cpp.dtype t
-    for code in range(256):
-        for bits in (4, 6, 8, 16, 32, 64, 128):
-            t = cpp.dtype(code, bits, 1)
-            if not cpp.is_supported(t):
-                continue
-            d = DType.__new__(DType)
-            (<DType>d).value = t
-            _dtypes[(t.code, t.bits, t.lanes)] = d
-            _dtype_names[d.name] = d
-            if d.typestr is not None:
-                _dtype_names[d.typestr] = d
-                _dtype_names[d.typestr[1:]] = d  # "f4"
-                _dtype_names["=" + d.typestr[1:]] = d
-                if d.itemsize == 1:  # byte order means nothing for one byte
-                    _dtype_names[">" + d.typestr[1:]] = d
-                    _dtype_names["<" + d.typestr[1:]] = d
+    for i in range(cpp.dtype_table.size()):
+        t = cpp.dtype_table[i].type
+        d = DType.__new__(DType)
+        (<DType>d).value = t
+        _dtypes[(t.code, t.bits, t.lanes)] = d
+        _dtype_names[d.name] = d
     for alias, target in (("bool_", "bool"), ("float", "float64"), ("int", "int64"),
                           ("complex", "complex128"), ("half", "float16"), ("single", "float32"),
                           ("double", "float64"), ("?", "bool")):
@@ -142,6 +134,13 @@ cdef bint _all_ints(tuple values):
     return True
 
 
+cdef object _from_typestr(str spec):
+    """The DType of a NumPy typestr ("<f4", "f4", "|b1"), or None."""
+    cdef bytes text = spec.encode("utf-8", "replace")
+    cdef optional[cpp.dtype] t = cpp.dtype_from_typestr(cpp.string_view(text, len(text)))
+    return _dtypes[(t.value().code, t.value().bits, t.value().lanes)] if t.has_value() else None
+
+
 cpdef DType as_dtype(object spec):
     """The DType that ``spec`` names (see ``DType``); TypeError if none."""
     if isinstance(spec, DType):
@@ -152,6 +151,10 @@ cpdef DType as_dtype(object spec):
         found = None
     if found is not None:
         return <DType>found
+    if type(spec) is str:
+        found = _from_typestr(spec)
+        if found is not None:
+            return <DType>found
     if isinstance(spec, tuple) and 2 <= len(spec) <= 3 and _all_ints(spec):
         found = _dtypes.get((spec[0], spec[1], spec[2] if len(spec) == 3 else 1))
         if found is not None:

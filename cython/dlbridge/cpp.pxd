@@ -103,6 +103,8 @@ cdef extern from "dlbridge/dlpack.hpp" namespace "dlb":
 
 cdef extern from "<string_view>" nogil:
     cdef cppclass string_view "std::string_view":
+        string_view()
+        string_view(const char*, size_t)
         const char* data()
         size_t size()
         cbool empty()
@@ -124,9 +126,15 @@ cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
         dtype type
         string_view name
         string_view typestr
+        string_view buffer_format
 
+    cdef cppclass dtype_table_t "std::remove_cvref_t<decltype(dlb::dtype_table)>":
+        size_t size()
+        const dtype_info& operator[](size_t)
+    const dtype_table_t dtype_table
     const dtype_info* find_dtype(dtype)
     cbool is_supported(dtype)
+    optional[dtype] dtype_from_typestr(string_view)
 
 
 cdef extern from "dlbridge/device.hpp" namespace "dlb" nogil:

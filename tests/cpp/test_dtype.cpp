@@ -118,6 +118,28 @@ TEST_CASE("dtype: dtype_from_typestr accepts the lenient spellings") {
   CHECK(dlb::dtype_from_typestr(">i1") == dtype{dlb::kDLInt, 8});
   CHECK(dlb::dtype_from_typestr(">b1") == dtype{dlb::kDLBool, 8});
   CHECK(dlb::dtype_from_typestr("=c8") == dtype{dlb::kDLComplex, 64});
+  // As np.dtype reads them: no byte order, or '|' on a wider type.
+  CHECK(dlb::dtype_from_typestr("f4") == dtype{dlb::kDLFloat, 32});
+  CHECK(dlb::dtype_from_typestr("b1") == dtype{dlb::kDLBool, 8});
+  CHECK(dlb::dtype_from_typestr("|f8") == dtype{dlb::kDLFloat, 64});
+  CHECK(dlb::dtype_from_typestr("c16") == dtype{dlb::kDLComplex, 128});
+}
+
+TEST_CASE("dtype: the buffer format of every dtype the buffer protocol can spell") {
+  int with_format = 0;
+  for (const auto& info : dlb::dtype_table) {
+    CAPTURE(info.name);
+    CHECK(dlb::buffer_format(info.type) == info.buffer_format);
+    // Exactly the types NumPy spells natively have a format.
+    CHECK(info.buffer_format.empty() == info.typestr.empty());
+    with_format += !info.buffer_format.empty();
+  }
+  CHECK(with_format == 14);
+  CHECK(dlb::buffer_format(dtype{dlb::kDLFloat, 32}) == "f");
+  CHECK(dlb::buffer_format(dtype{dlb::kDLComplex, 128}) == "Zd");
+  CHECK(dlb::buffer_format(dtype{dlb::kDLBool, 8}) == "?");
+  CHECK(dlb::buffer_format(dtype{dlb::kDLBfloat, 16}).empty());
+  CHECK(dlb::buffer_format(dtype{dlb::kDLFloat, 32, 2}).empty());
 }
 
 TEST_CASE("dtype: dtype_from_typestr rejects big-endian and unknown typestrs") {
@@ -126,7 +148,7 @@ TEST_CASE("dtype: dtype_from_typestr rejects big-endian and unknown typestrs") {
     CAPTURE(text);
     CHECK_FALSE(dlb::dtype_from_typestr(s));
   }
-  for (const char* s : {"", "<", "<f", "f4", "<f0", "<f3", "<f16", "<f32", "<i16", "<c4", "<c32", "<b2",
+  for (const char* s : {"", "<", "<f", "f", "f0", "<f0", "<f3", "<f16", "<f32", "<i16", "<c4", "<c32", "<b2",
                         "<V2", "|V16", "<S4", "<U4", "<M8", "<m8", "|O8", "<F4", "xf4", "!f4", " <f4",
                         "<f4 ", "<f-4", "<fa", "<f99999999999999999999"}) {
     const std::string text = s;

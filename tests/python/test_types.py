@@ -2,6 +2,7 @@
 properties, equality, hashing, repr and pickling, and the errors for specs
 that name nothing dlbridge supports."""
 import pickle
+import re
 
 import ml_dtypes
 import numpy as np
@@ -412,3 +413,29 @@ def test_device_errors_from_functions():
         dlbridge.zeros(3, device="tpu")
     with pytest.raises(ValueError, match="cuda:x"):
         dlbridge.asarray([1.0], device="cuda:x")
+
+
+# One typestr rule (dtype.hpp: dtype_from_typestr) for DType(...) and the
+# array interfaces alike; until issue 11, DType refused "|f4", which the array
+# interfaces' parser accepted.
+@pytest.mark.parametrize("spec, name", [("|f4", "float32"), ("|c16", "complex128"), ("f8", "float64"),
+                                        ("=u2", "uint16"), (">i1", "int8"), ("<b1", "bool"), ("b1", "bool")])
+def test_every_typestr_spelling_numpy_reads_natively(spec, name):
+    assert DType(spec).name == name
+    assert np.dtype(spec) == np.dtype(name)
+
+
+@pytest.mark.parametrize("spec", [">f4", ">c8", "f", "<f3", "|V2", "<i16", "f4 ", "!f4"])
+def test_typestrs_with_no_native_dtype_are_refused(spec):
+    with pytest.raises(TypeError, match=re.escape(f"cannot interpret {spec!r} (of type str) as a dlbridge dtype")):
+        DType(spec)
+
+
+@pytest.mark.parametrize("name", NUMPY_NAMES)
+def test_buffer_format_comes_from_the_dtype_table_and_round_trips(name):
+    a = dlbridge.zeros(3, dtype=name)
+    view = memoryview(a)
+    assert view.format == {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
+                           "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
+                           "float64": "d", "complex64": "Zf", "complex128": "Zd"}[name]
+    assert dlbridge.asarray(view).dtype == name

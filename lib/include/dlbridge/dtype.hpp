@@ -1,5 +1,5 @@
-// Element types: the DLPack (code, bits, lanes) triple, its names, and the
-// NumPy typestr spelling used by the array interfaces.
+// Element types: the DLPack (code, bits, lanes) triple and its spellings: its
+// name, the NumPy typestr of the array interfaces, the buffer-protocol format.
 #pragma once
 
 #include <array>
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "dlbridge/config.hpp"
 #include "dlbridge/dlpack.hpp"
@@ -38,41 +39,43 @@ struct dtype {
   }
 };
 
-// Every dtype dlbridge supports, with its name and NumPy typestr. The typestr is
-// empty where NumPy has no native spelling (ml_dtypes types use void 'V').
+// Every dtype dlbridge supports, with its name, its NumPy typestr and its
+// buffer-protocol format (PEP 3118, standard sizes). Each is empty where that
+// protocol has no spelling (NumPy's ml_dtypes types are void 'V' there).
 struct dtype_info {
   dtype type;
   std::string_view name;
   std::string_view typestr;
+  std::string_view buffer_format;
 };
 
 inline constexpr std::array<dtype_info, 26> dtype_table{{
-    {{kDLBool, 8}, "bool", "|b1"},
-    {{kDLInt, 8}, "int8", "|i1"},
-    {{kDLInt, 16}, "int16", "<i2"},
-    {{kDLInt, 32}, "int32", "<i4"},
-    {{kDLInt, 64}, "int64", "<i8"},
-    {{kDLUInt, 8}, "uint8", "|u1"},
-    {{kDLUInt, 16}, "uint16", "<u2"},
-    {{kDLUInt, 32}, "uint32", "<u4"},
-    {{kDLUInt, 64}, "uint64", "<u8"},
-    {{kDLFloat, 16}, "float16", "<f2"},
-    {{kDLFloat, 32}, "float32", "<f4"},
-    {{kDLFloat, 64}, "float64", "<f8"},
-    {{kDLBfloat, 16}, "bfloat16", ""},
-    {{kDLComplex, 64}, "complex64", "<c8"},
-    {{kDLComplex, 128}, "complex128", "<c16"},
-    {{kDLFloat8_e3m4, 8}, "float8_e3m4", ""},
-    {{kDLFloat8_e4m3, 8}, "float8_e4m3", ""},
-    {{kDLFloat8_e4m3b11fnuz, 8}, "float8_e4m3b11fnuz", ""},
-    {{kDLFloat8_e4m3fn, 8}, "float8_e4m3fn", ""},
-    {{kDLFloat8_e4m3fnuz, 8}, "float8_e4m3fnuz", ""},
-    {{kDLFloat8_e5m2, 8}, "float8_e5m2", ""},
-    {{kDLFloat8_e5m2fnuz, 8}, "float8_e5m2fnuz", ""},
-    {{kDLFloat8_e8m0fnu, 8}, "float8_e8m0fnu", ""},
-    {{kDLFloat6_e2m3fn, 6}, "float6_e2m3fn", ""},
-    {{kDLFloat6_e3m2fn, 6}, "float6_e3m2fn", ""},
-    {{kDLFloat4_e2m1fn, 4}, "float4_e2m1fn", ""},
+    {{kDLBool, 8}, "bool", "|b1", "?"},
+    {{kDLInt, 8}, "int8", "|i1", "b"},
+    {{kDLInt, 16}, "int16", "<i2", "h"},
+    {{kDLInt, 32}, "int32", "<i4", "i"},
+    {{kDLInt, 64}, "int64", "<i8", "q"},
+    {{kDLUInt, 8}, "uint8", "|u1", "B"},
+    {{kDLUInt, 16}, "uint16", "<u2", "H"},
+    {{kDLUInt, 32}, "uint32", "<u4", "I"},
+    {{kDLUInt, 64}, "uint64", "<u8", "Q"},
+    {{kDLFloat, 16}, "float16", "<f2", "e"},
+    {{kDLFloat, 32}, "float32", "<f4", "f"},
+    {{kDLFloat, 64}, "float64", "<f8", "d"},
+    {{kDLBfloat, 16}, "bfloat16", "", ""},
+    {{kDLComplex, 64}, "complex64", "<c8", "Zf"},
+    {{kDLComplex, 128}, "complex128", "<c16", "Zd"},
+    {{kDLFloat8_e3m4, 8}, "float8_e3m4", "", ""},
+    {{kDLFloat8_e4m3, 8}, "float8_e4m3", "", ""},
+    {{kDLFloat8_e4m3b11fnuz, 8}, "float8_e4m3b11fnuz", "", ""},
+    {{kDLFloat8_e4m3fn, 8}, "float8_e4m3fn", "", ""},
+    {{kDLFloat8_e4m3fnuz, 8}, "float8_e4m3fnuz", "", ""},
+    {{kDLFloat8_e5m2, 8}, "float8_e5m2", "", ""},
+    {{kDLFloat8_e5m2fnuz, 8}, "float8_e5m2fnuz", "", ""},
+    {{kDLFloat8_e8m0fnu, 8}, "float8_e8m0fnu", "", ""},
+    {{kDLFloat6_e2m3fn, 6}, "float6_e2m3fn", "", ""},
+    {{kDLFloat6_e3m2fn, 6}, "float6_e3m2fn", "", ""},
+    {{kDLFloat4_e2m1fn, 4}, "float4_e2m1fn", "", ""},
 }};
 
 [[nodiscard]] constexpr const dtype_info* find_dtype(dtype t) {
@@ -97,20 +100,22 @@ inline constexpr std::array<dtype_info, 26> dtype_table{{
   return std::nullopt;
 }
 
-// Parses a NumPy array-interface typestr ("<f4", "|b1", "=i8"). Non-native byte
-// order and kinds NumPy cannot describe natively give nullopt.
+// Parses a NumPy typestr: an optional byte order ('<', '=', '|', or '>' for
+// one-byte types), a kind and a size in bytes ("<f4", "|b1", "f4"), as
+// np.dtype reads them. Big-endian data and kinds NumPy cannot describe
+// natively give nullopt.
 [[nodiscard]] constexpr std::optional<dtype> dtype_from_typestr(std::string_view s) {
-  if (s.size() < 3) return std::nullopt;
-  const char order = s[0];
-  if (order != '<' && order != '=' && order != '|' && order != '>') return std::nullopt;
+  const char order = s.empty() ? '\0' : s[0];
+  if (order == '<' || order == '=' || order == '|' || order == '>') s.remove_prefix(1);
+  if (s.size() < 2) return std::nullopt;
   unsigned bytes = 0;
-  for (char c : s.substr(2)) {
+  for (char c : s.substr(1)) {
     if (c < '0' || c > '9' || bytes > 1000) return std::nullopt;
     bytes = bytes * 10 + unsigned(c - '0');
   }
   if (order == '>' && bytes > 1) return std::nullopt;  // big-endian data
   std::uint8_t code = 0;
-  switch (s[1]) {
+  switch (s[0]) {
     case 'b': code = kDLBool; break;
     case 'i': code = kDLInt; break;
     case 'u': code = kDLUInt; break;
@@ -127,6 +132,12 @@ inline constexpr std::array<dtype_info, 26> dtype_table{{
 [[nodiscard]] constexpr std::string_view typestr(dtype t) {
   const auto* info = find_dtype(t);
   return info ? info->typestr : std::string_view{};
+}
+
+// The buffer-protocol format; empty when the protocol has no spelling.
+[[nodiscard]] constexpr std::string_view buffer_format(dtype t) {
+  const auto* info = find_dtype(t);
+  return info ? info->buffer_format : std::string_view{};
 }
 
 // The dtype of a C++ element type.
