@@ -7,28 +7,16 @@ from libcpp.optional cimport optional
 cimport dlbridge.cpp as cpp
 
 
-class DeviceType(enum.IntEnum):
-    """The DLPack device types (``DLDeviceType``), as ``__dlpack_device__`` reports them."""
-    CPU = 1
-    CUDA = 2
-    CUDA_HOST = 3
-    OPENCL = 4
-    VULKAN = 7
-    METAL = 8
-    VPI = 9
-    ROCM = 10
-    ROCM_HOST = 11
-    EXT_DEV = 12
-    CUDA_MANAGED = 13
-    ONEAPI = 14
-    WEBGPU = 15
-    HEXAGON = 16
-    MAIA = 17
-    TRN = 18
-
-
 cdef str _view_str(cpp.string_view v):
     return v.data()[:v.size()].decode("ascii")
+
+
+# Made from device.hpp's table, the one list of DLPack device types.
+DeviceType = enum.IntEnum("DeviceType", [(_view_str(cpp.device_type_table[i].name).upper(),
+                                          <int>cpp.device_type_table[i].type)
+                                         for i in range(cpp.device_type_table.size())],
+                          module=__name__)
+DeviceType.__doc__ = "The DLPack device types (``DLDeviceType``), as ``__dlpack_device__`` reports them."
 
 
 cdef dict _dtypes = {}        # (code, bits, lanes) -> DType, one instance per dtype

@@ -146,6 +146,13 @@ cdef extern from "dlbridge/device.hpp" namespace "dlb" nogil:
         cbool is_host_accessible()
         cbool operator==(device)
 
+    cdef cppclass device_type_info:
+        DLDeviceType type
+        string_view name
+    cdef cppclass device_type_table_t "std::remove_cvref_t<decltype(dlb::device_type_table)>":
+        size_t size()
+        const device_type_info& operator[](size_t)
+    const device_type_table_t device_type_table
     cbool is_dlpack_device_type(int64_t)
     string_view name(DLDeviceType)
 

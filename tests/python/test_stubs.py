@@ -14,3 +14,17 @@ def test_stubs_and_py_typed_are_installed():
     files = importlib.resources.files("dlbridge")
     assert files.joinpath("__init__.pyi").is_file()
     assert files.joinpath("py.typed").is_file()
+
+
+def test_stub_device_types_are_the_device_table():
+    # DeviceType is made from device.hpp's table; the stub spells it out for
+    # type checkers, and must list the same members with the same values.
+    import ast
+    import importlib.resources
+
+    import dlbridge
+    tree = ast.parse(importlib.resources.files("dlbridge").joinpath("__init__.pyi").read_text())
+    [stub] = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "DeviceType"]
+    members = {node.targets[0].id: node.value.value for node in stub.body if isinstance(node, ast.Assign)}
+    assert members == {m.name: m.value for m in dlbridge.DeviceType}
+    assert members["CUDA"] == 2 and members["CUDA_MANAGED"] == 13 and len(members) == 16
