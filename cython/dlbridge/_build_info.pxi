@@ -1,0 +1,37 @@
+# What this dlbridge was built with (in _array, beside the one module that links
+# the CUDA backend, so the process holds one copy of the static CUDA runtime).
+# Included by _array.pyx.
+
+cdef extern from "dlbridge/build_info.hpp" namespace "dlb::python":
+    const char* compiler
+    const long cplusplus
+    const cbool have_cuda
+    int cuda_runtime_version()
+    int cuda_device_count()
+    string cuda_device_status() except +
+
+
+cdef extern from "dlbridge/version.hpp" namespace "dlb":
+    const char* version
+
+
+def build_info():
+    """A dict describing this build: ``version``, ``dlpack_version``,
+    ``compiler``, ``cpp_std``, ``cuda`` (backend compiled in),
+    ``cuda_version`` (None without it), ``gpu_count`` and ``cuda_status``
+    (why no GPU is usable, or "")."""
+    cuda_version = None
+    if have_cuda:
+        v = cuda_runtime_version()
+        cuda_version = f"{v // 1000}.{v % 1000 // 10}"
+    std = {202002: "c++20", 202302: "c++23"}.get(cplusplus, f"__cplusplus {cplusplus}")
+    return {
+        "version": version.decode(),
+        "dlpack_version": f"{cpp.dlpack_major_version}.{cpp.dlpack_minor_version}",
+        "compiler": compiler.decode(),
+        "cpp_std": std,
+        "cuda": bool(have_cuda),
+        "cuda_version": cuda_version,
+        "gpu_count": cuda_device_count(),
+        "cuda_status": cuda_device_status().decode(),
+    }

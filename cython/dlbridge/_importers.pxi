@@ -1,0 +1,416 @@
+# from_dlpack and asarray, and asarray's sources: the array interfaces, the buffer
+# protocol, nested sequences; and the memory Python objects own.
+# Included by _array.pyx.
+
+# ---------------------------------------------------------------------------
+# Memory that Python objects own
+
+cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shape, strides,
+                              bint readonly) except *:
+    """A tensor on memory `owner` keeps alive; strides None means C order."""
+    cdef vector[int64_t] dims = shape
+    cdef vector[int64_t] steps
+    if strides is not None:
+        steps = strides
+    Py_INCREF(owner)
+    return cpp.tensor.adopt(data, t, d, cpp.extents_t(dims.data(), dims.size()),
+                            cpp.extents_t(steps.data(), steps.size()), readonly, cpp.release_object, <void*>owner)
+
+
+# ---------------------------------------------------------------------------
+# from_dlpack
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An Array sharing the memory of any DLPack producer (array API).
+
+    Uses the DLPack C exchange API of ``type(x)`` when it has one (PyTorch
+    does) and neither ``device`` nor ``copy`` is given; otherwise asks
+    ``x.__dlpack__`` for a DLPack 1.3 capsule, falling back to the legacy
+    protocol for producers older than DLPack 1.0. ``copy=True`` always
+    copies (the result is writable); ``copy=False`` raises ValueError if a copy
+    would be needed; ``device`` asks for the data on another device.
+    """
+    if device is None and copy is None and not PyCapsule_CheckExact(x):
+        a = from_exchange_api(x)  # through type(x)'s DLPack C exchange API, when it has one
+        if a is not None:
+            return a
+    cdef bint copied = False
+    cdef bint moving = False
+    cdef cpp.DLDevice source
+    cdef cpp.tensor t
+    cdef Device target = None
+    if copy is not None and type(copy) is not bool:
+        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    if device is not None:
+        target = as_device(device)
+    if PyCapsule_CheckExact(x):
+        warnings.warn("from_dlpack: passing a raw DLPack capsule is deprecated; pass the object "
+                      "that produced it (any object with __dlpack__)", DeprecationWarning, stacklevel=2)
+        t = import_capsule(x, &copied)
+    else:
+        # Asked first, as the protocol asks of consumers: a device DLPack does
+        # not define is refused before __dlpack__ runs.
+        source = dlpack_device(x)
+        if target is not None:
+            moving = ((source.device_type, source.device_id) != (target.value.type, target.value.id)
+                      and not _host_to_cpu(source.device_type, target))
+            if moving and copy is False:
+                raise ValueError(f"from_dlpack: copy=False, but moving data from device "
+                                 f"{(<int>source.device_type, source.device_id)} to {target} needs a copy")
+        # dlbridge's GPU work is ordered on the legacy default stream: CUDA
+        # producers are told so (stream 1), so that they order their own
+        # streams' work before it. dlbridge moves data itself, so a copy
+        # asked of the producer would be a second one.
+        t = import_capsule(call_dlpack(x, _legacy_stream if source.device_type == cpp.kDLCUDA
+                                       or source.device_type == cpp.kDLCUDAManaged else None,
+                                       None if moving else copy), &copied)
+    if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
+        if not moving:
+            raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
+                              f"not on the requested {target}")
+        t = _copy_to(t, target.value, t.type())
+        return wrap(t)
+    if copy and not copied:
+        t = _copy_to(t, t.get_device(), t.type())
+    return wrap(t)
+
+
+cdef object _legacy_stream = cpp.legacy_default_stream
+
+
+cdef bint _host_to_cpu(int source_type, Device target):
+    """Memory of `source_type` can serve a CPU target without a copy."""
+    return target.value.type == cpp.kDLCPU and cpp.device(<cpp.DLDeviceType>source_type, 0).is_host_accessible()
+
+
+# ---------------------------------------------------------------------------
+# asarray and its sources
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """An Array from any array-like (array API).
+
+    Accepts, in this order: Arrays; DLPack producers (NumPy, PyTorch, JAX,
+    CuPy, ..., and Array subclasses, through their ``__dlpack__``); ``__cuda_array_interface__`` (versions 0 to 3);
+    ``__array_interface__``; the buffer protocol; nested sequences and Python
+    scalars. Shares memory unless a copy is needed or asked for.
+    """
+    cdef Array a
+    cdef bint fresh = False
+    cdef DType want = None if dtype is None else as_dtype(dtype)
+    cdef Device target = None if device is None else as_device(device)
+    cdef cpp.tensor t
+    if copy is not None and type(copy) is not bool:
+        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    if type(obj) is Array:
+        a = <Array>obj
+        _require(a)
+    elif hasattr(type(obj), "__dlpack__"):
+        a = from_dlpack(obj, device=device, copy=False if copy is False else None)
+    elif hasattr(obj, "__cuda_array_interface__"):
+        a = _from_cuda_array_interface(obj)
+    elif _has_array_interface_data(obj):
+        a = _from_array_interface(obj)
+    elif PyObject_CheckBuffer(obj) and not isinstance(obj, str):
+        a = _from_buffer(obj)
+    elif hasattr(obj, "__array_interface__"):
+        raise BufferError("asarray: __array_interface__ without a (pointer, read_only) data tuple "
+                          "needs the object to export the buffer protocol, and it does not")
+    else:
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} must be copied into an array")
+        a = _from_sequence(obj, want)
+        fresh = True
+    cdef cpp.device where = a.t.get_device()
+    cdef cpp.dtype element = a.t.type()
+    if target is not None and a.device != target and not _host_to_cpu(where.type, target):
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but moving data from {a.device} to {target} needs a copy")
+        where = target.value
+    if want is not None and not (want.value == element):
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but converting {a.dtype.name} to {want.name} needs a copy")
+        if element.code == cpp.kDLComplex and want.value.code != cpp.kDLComplex:
+            raise TypeError(f"asarray: cannot convert complex {a.dtype.name} to {want.name}")
+        element = want.value
+    if not (where == a.t.get_device() and element == a.t.type()):
+        t = _copy_to(a.t, where, element)
+        return wrap(t)
+    if copy and not fresh:
+        return a.copy()
+    return a
+
+
+cdef bint _has_array_interface_data(obj):
+    try:
+        interface = obj.__array_interface__
+    except AttributeError:
+        return False
+    return isinstance(interface, dict) and isinstance(interface.get("data"), tuple)
+
+
+cdef tuple _shape_tuple(interface, str name):
+    shape = interface.get("shape")
+    if not isinstance(shape, tuple) or not all(type(e) is int for e in shape):
+        raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}")
+    for axis, e in enumerate(shape):
+        if not -2**63 <= e < 2**63:
+            raise BufferError(f"{name}: axis {axis}: expected an extent that fits in int64, got {e}")
+    return shape
+
+
+cdef void* _data_pointer(data, str name) except? NULL:
+    """The pointer of an interface's (pointer, read_only) data tuple."""
+    if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is int):
+        raise TypeError(f"{name}: data must be a (pointer, read_only) tuple, got {data!r}")
+    if not 0 <= data[0] < 2**64:
+        raise BufferError(f"{name}: expected a data pointer in [0, 2**64), got {data[0]}")
+    return <void*><uintptr_t>data[0]
+
+
+cdef cpp.dtype _typestr_dtype(interface, str name) except *:
+    typestr = interface.get("typestr")
+    if not isinstance(typestr, str) or typestr[:1] not in ("<", ">", "|", "="):
+        raise TypeError(f"{name}: typestr must be a NumPy typestr such as '<f4', got {typestr!r}")
+    try:
+        return as_dtype(typestr).value
+    except TypeError:
+        raise BufferError(f"{name}: typestr {typestr!r} is not a supported native-endian type") from None
+
+
+cdef object _element_strides(interface, cpp.dtype t, Py_ssize_t ndim, str name):
+    """Byte strides to element strides; None (C order) when absent or None."""
+    strides = interface.get("strides")
+    if strides is None:
+        return None
+    if not isinstance(strides, tuple) or len(strides) != ndim or not all(type(s) is int for s in strides):
+        raise TypeError(f"{name}: strides must be None or a tuple of {ndim} ints, got {strides!r}")
+    itemsize = t.itemsize()
+    for axis, s in enumerate(strides):
+        if not -2**63 <= s < 2**63:
+            raise BufferError(f"{name}: axis {axis}: expected a byte stride that fits in int64, got {s}")
+        if s % itemsize:
+            raise BufferError(f"{name}: axis {axis}: expected a byte stride that is a multiple of "
+                              f"the itemsize {itemsize}, got {s}")
+    return tuple([s // itemsize for s in strides])
+
+
+cdef Array _from_cuda_array_interface(obj):
+    cdef str name = "__cuda_array_interface__"
+    interface = obj.__cuda_array_interface__
+    if not isinstance(interface, dict):
+        raise TypeError(f"{name} must be a dict, got {type(interface).__name__}")
+    version = interface.get("version")
+    if type(version) is not int or not 0 <= version <= 3:
+        raise ValueError(f"{name}: expected version 0 to 3, got {version!r}")
+    if interface.get("mask") is not None:
+        raise BufferError(f"{name}: masked arrays are not supported (mask is {type(interface['mask']).__name__}, "
+                          f"expected None)")
+    stream = interface.get("stream")
+    cdef cpp.cuda_stream producer = cpp.legacy_default_stream
+    if stream is not None:
+        if type(stream) is not int:
+            raise ValueError(f"{name}: stream must be None or a positive int, got {stream!r}")
+        try:
+            producer = cpp.producer_stream(_stream_int64(stream))
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    shape = _shape_tuple(interface, name)
+    cdef cpp.dtype t = _typestr_dtype(interface, name)
+    data = interface.get("data")
+    cdef void* pointer = _data_pointer(data, name)
+    strides = _element_strides(interface, t, len(shape), name)
+    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cuda_pointer_device(pointer),
+                                        shape, strides, bool(data[1]))
+    if out.size():
+        # The producer's work may still be queued on its stream: the legacy
+        # default stream waits for it, the host does not.
+        order_after_producer(out, producer)
+    return wrap(out)
+
+
+cdef Array _from_array_interface(obj):
+    cdef str name = "__array_interface__"
+    interface = obj.__array_interface__
+    version = interface.get("version", 3)
+    if version not in (2, 3):
+        raise ValueError(f"{name}: expected version 2 or 3, got {version!r}")
+    if interface.get("mask") is not None:
+        raise BufferError(f"{name}: masked arrays are not supported (mask must be None)")
+    shape = _shape_tuple(interface, name)
+    cdef cpp.dtype t = _typestr_dtype(interface, name)
+    data = interface["data"]
+    cdef void* pointer = _data_pointer(data, name)
+    strides = _element_strides(interface, t, len(shape), name)
+    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cpp.device(cpp.kDLCPU, 0),
+                                        shape, strides, bool(data[1]))
+    return wrap(out)
+
+
+# Buffer-protocol formats with a DLPack dtype: (kind, item size in native
+# mode "@", item size in the standard modes "=<>!"; None: not allowed there),
+# as the struct module defines them.
+cdef dict _buffer_formats():
+    """Buffer format -> (dtype name with no size, native bytes, standard bytes):
+    the dtype table's formats, and the struct codes whose native size is the
+    platform's (None: no standard size)."""
+    cdef dict formats = {}
+    cdef cpp.string_view f
+    for i in range(cpp.dtype_table.size()):
+        f = cpp.dtype_table[i].buffer_format
+        if not f.empty():
+            d = dtype_from_cpp(cpp.dtype_table[i].type)
+            formats[f.data()[:f.size()].decode("ascii")] = (d.name.rstrip("0123456789"), d.itemsize, d.itemsize)
+    formats.update({"l": ("int", sizeof(long), 4), "L": ("uint", sizeof(long), 4),
+                    "n": ("int", sizeof(Py_ssize_t), None), "N": ("uint", sizeof(size_t), None)})
+    return formats
+
+
+cdef dict _format_kinds = _buffer_formats()
+cdef str _foreign_order = ">!" if sys.byteorder == "little" else "<"
+
+
+cdef DType _buffer_dtype(fmt, Py_ssize_t itemsize):
+    """The dtype of a buffer's format string, which must agree with its itemsize."""
+    mode = fmt[:1] if fmt[:1] in ("@", "=", "<", ">", "!") else ""
+    entry = _format_kinds.get(fmt[len(mode):])
+    size = None if entry is None else entry[1] if mode in ("", "@") else entry[2]
+    if size is None:
+        raise BufferError(f"buffer format {fmt!r} has no DLPack dtype")
+    if size != itemsize:
+        raise BufferError(f"buffer format {fmt!r} has {size}-byte items, but the exporter reports itemsize "
+                          f"{itemsize}")
+    if mode and mode in _foreign_order and size > 1:
+        raise BufferError(f"buffer format {fmt!r} is {'big' if sys.byteorder == 'little' else 'little'}-endian; "
+                          f"only native byte order is supported")
+    return as_dtype("bool" if entry[0] == "bool" else f"{entry[0]}{size * 8}")
+
+
+cdef Array _from_buffer(obj):
+    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
+    if view == NULL:
+        raise MemoryError()
+    try:
+        PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO)
+    except BaseException:
+        free(view)
+        raise
+    cdef cpp.tensor out
+    cdef vector[int64_t] dims
+    cdef vector[int64_t] steps
+    try:
+        fmt = view.format.decode("ascii", "replace") if view.format != NULL else "B"
+        dt = _buffer_dtype(fmt, view.itemsize)
+        if view.suboffsets != NULL:
+            raise BufferError("buffers with suboffsets (PIL-style) are not supported")
+        if view.ndim < 0:  # (more than max_ndim axes is validate's to refuse)
+            raise BufferError(f"invalid tensor: ndim: expected ndim <= {cpp.max_ndim}, got {view.ndim}")
+        if view.ndim > 0 and view.shape == NULL:
+            raise BufferError(f"buffer: the exporter ({type(obj).__name__}) reports {view.ndim} axes but no shape")
+        dims.assign(view.shape, view.shape + view.ndim)
+        if view.strides != NULL:  # contiguous exporters (ctypes) may leave strides out
+            for i in range(view.ndim):
+                if view.strides[i] % view.itemsize:
+                    raise BufferError(f"buffer: axis {i}: expected a byte stride that is a multiple of "
+                                      f"the itemsize {view.itemsize}, got {view.strides[i]}")
+                steps.push_back(view.strides[i] // view.itemsize)
+    except BaseException:
+        PyBuffer_Release(view)
+        free(view)
+        raise
+    out = cpp.tensor.adopt(view.buf, (<DType>dt).value, cpp.device(cpp.kDLCPU, 0),
+                           cpp.extents_t(dims.data(), dims.size()), cpp.extents_t(steps.data(), steps.size()),
+                           view.readonly, cpp.release_buffer, view)
+    return wrap(out)
+
+
+cdef bint _is_nested(obj):
+    """Lists, tuples, ranges and arrays with at least one axis nest; 0-d arrays are scalars."""
+    if isinstance(obj, (list, tuple, range)):
+        return True
+    shape = getattr(obj, "shape", None)
+    return isinstance(shape, tuple) and len(shape) > 0 and hasattr(type(obj), "__len__")
+
+
+cdef _discover(obj, list shape, int depth, list leaves):
+    if _is_nested(obj):
+        obj = list(obj)
+        if depth >= cpp.max_ndim:
+            raise ValueError(f"asarray: nested sequences deeper than {cpp.max_ndim} levels")
+        if len(shape) <= depth:
+            if len(shape) < depth or leaves:
+                raise ValueError("asarray: ragged nested sequence (a sequence where a scalar was found before)")
+            shape.append(len(obj))
+        elif shape[depth] != len(obj):
+            raise ValueError(f"asarray: ragged nested sequence: axis {depth} has lengths "
+                             f"{shape[depth]} and {len(obj)}")
+        for item in obj:
+            _discover(item, shape, depth + 1, leaves)
+    else:
+        if depth != len(shape):
+            raise ValueError(f"asarray: ragged nested sequence: a scalar at depth {depth}, "
+                             f"sequences of depth {len(shape)} elsewhere")
+        if isinstance(obj, (str, bytes)):
+            raise TypeError(f"asarray: strings are not numbers, got {obj!r}")
+        leaves.append(obj)
+
+
+cdef Array _from_sequence(obj, DType want):
+    shape = []
+    leaves = []
+    _discover(obj, shape, 0, leaves)
+    cdef DType dt = want
+    cdef Py_ssize_t i
+    if dt is None:
+        dt = as_dtype("float64") if not leaves else _common_dtype(leaves)
+    cdef int64_t[64] dims
+    for i in range(len(shape)):
+        dims[i] = shape[i]
+    cdef cpp.tensor t = cpp.tensor.empty(cpp.extents_t(dims, len(shape)), dt.value)
+    cdef bint packed = dt.value.is_subbyte()
+    cdef int64_t itemsize = dt.value.itemsize()
+    cdef char* base = <char*>t.data()
+    if packed:
+        memset(base, 0, t.nbytes())
+    for i in range(len(leaves)):
+        _store_python(dt.value, base if packed else base + i * itemsize, leaves[i], i if packed else 0)
+    return wrap(t)
+
+
+cdef DType _common_dtype(list leaves):
+    """NumPy's inference for lists: the leaves' own dtype when they all share
+    one; where some are NumPy scalars, NumPy's promotion of their dtypes with
+    those of the Python scalars (bool, int64 or uint64, float64, complex128);
+    else the widest kind of the Python scalars."""
+    cdef int kind = 0
+    cdef int k
+    big = False
+    shared = getattr(leaves[0], "dtype", None)
+    typed = set()  # the dtypes of leaves that have one
+    python_kinds = set()
+    for v in leaves:
+        dtype = getattr(v, "dtype", None)
+        if dtype is None:
+            shared = None
+        else:
+            typed.add(dtype)
+            if shared is not None and dtype != shared:
+                shared = None
+        k = _scalar_kind(v)
+        if k == 1 and dtype is None:
+            big = big or operator.index(v) >= 2**63
+        if dtype is None:
+            python_kinds.add(k)
+        kind = max(kind, k)
+    if shared is not None:
+        return as_dtype(shared)
+    numpy = sys.modules.get("numpy")
+    if typed and numpy is not None and all(isinstance(t, numpy.dtype) for t in typed):
+        defaults = [("bool", "uint64" if big else "int64", "float64", "complex128")[k] for k in python_kinds]
+        try:
+            return as_dtype(numpy.result_type(*typed, *defaults))
+        except TypeError:  # NumPy would make an object array
+            names = ", ".join(sorted({str(t) for t in typed} | set(defaults)))
+            raise TypeError(f"asarray: the scalars' dtypes ({names}) have no common dtype") from None
+    if kind == 1 and big:
+        return as_dtype("uint64")
+    return as_dtype(("bool", "int64", "float64", "complex128")[kind])

@@ -1,0 +1,92 @@
+# Basic indexing (ints, slices, Ellipsis, None): views, never copies.
+# Included by _array.pyx.
+
+cdef object _index_int(k):
+    if not isinstance(k, (bool, Array)):
+        try:
+            return operator.index(k)
+        except TypeError:
+            pass
+    raise IndexError(f"only integers, slices, Ellipsis and None are valid indices, "
+                     f"got {type(k).__name__}")
+
+
+cdef Array _index(Array a, key):
+    """Basic indexing: ints, slices (any step), Ellipsis and None; a view."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    cdef int ndim = a.t.ndim()
+    cdef Py_ssize_t ints = 0, slices = 0, added = 0, ellipses = 0
+    for k in key:
+        if k is Ellipsis:
+            ellipses += 1
+        elif k is None:
+            added += 1
+        elif isinstance(k, slice):
+            slices += 1
+        else:
+            _index_int(k)
+            ints += 1
+    if ellipses > 1:
+        raise IndexError("an index can only have a single Ellipsis")
+    if ints + slices > ndim:
+        raise IndexError(f"too many indices: the array is {ndim}-dimensional, but {ints + slices} were indexed")
+    # Every axis survives but those an int takes; each None adds one. Checked
+    # before any axis is written, so every key form stays within max_ndim.
+    if ndim - ints + added > cpp.max_ndim:
+        raise IndexError(f"the result would have {ndim - ints + added} axes; at most {cpp.max_ndim} are allowed")
+    cdef int64_t[64] dims
+    cdef int64_t[64] steps
+    cdef int out = 0
+    cdef int axis = 0
+    cdef int64_t offset = 0, n, i, start, length
+    for k in key:
+        if k is Ellipsis:
+            for _ in range(ndim - ints - slices):
+                dims[out] = a.t.shape(axis)
+                steps[out] = a.t.stride(axis)
+                out += 1
+                axis += 1
+        elif k is None:
+            dims[out] = 1
+            steps[out] = 0
+            out += 1
+        elif isinstance(k, slice):
+            n = a.t.shape(axis)
+            py_start, py_stop, py_step = k.indices(n)
+            length = len(range(py_start, py_stop, py_step))
+            start = py_start
+            new_stride = py_step * a.t.stride(axis)
+            if not -2**63 <= new_stride < 2**63:
+                if length > 1:
+                    raise ValueError(f"slicing axis {axis} with step {py_step} needs a stride of {new_stride} "
+                                     f"elements, which does not fit in int64")
+                new_stride = a.t.stride(axis)  # one element: the step is irrelevant, and too big for int64
+            if length > 0:
+                offset += start * a.t.stride(axis)
+            dims[out] = length
+            steps[out] = new_stride
+            out += 1
+            axis += 1
+        else:
+            n = a.t.shape(axis)
+            i = _index_int(k)
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            offset += (i + n if i < 0 else i) * a.t.stride(axis)
+            axis += 1
+    while axis < ndim:
+        dims[out] = a.t.shape(axis)
+        steps[out] = a.t.stride(axis)
+        out += 1
+        axis += 1
+    cdef cpp.extents_t new_shape = cpp.extents_t(dims, out)
+    cdef cpp.extents_t new_strides = cpp.extents_t(steps, out)
+    if a.t.type().is_subbyte() and (offset != 0 or not cpp.is_c_contiguous(new_shape, new_strides)):
+        raise TypeError(f"packed {a.dtype.name} arrays only support indexing that keeps them "
+                        f"contiguous from the first element; convert to a wider dtype first")
+    cdef char* data = <char*>a.t.data()
+    if not a.t.type().is_subbyte():
+        data += offset * <int64_t>a.t.type().itemsize()
+    cdef cpp.tensor view = a.t.restrided(data, new_shape, new_strides)
+    return _view(a, view)

@@ -1,0 +1,77 @@
+# Python scalars and elements: reading, writing and the dtype of a value.
+# Included by _array.pyx.
+
+cdef object _to_python(cpp.scalar s):
+    if s.k == cpp.scalar_kind.boolean:
+        return s.u != 0
+    if s.k == cpp.scalar_kind.signed_int:
+        return s.i
+    if s.k == cpp.scalar_kind.unsigned_int:
+        return s.u
+    if s.k == cpp.scalar_kind.real:
+        return s.re
+    return complex(s.re, s.im)
+
+
+cdef int _scalar_kind(value) except -1:
+    """0 bool, 1 integer, 2 real, 3 complex: the kind of a Python or NumPy scalar
+    (or 0-d array); TypeError for anything else."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return 1
+    if isinstance(value, float):
+        return 2
+    if isinstance(value, complex):
+        return 3
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and getattr(value, "shape", ()) != ():
+        raise TypeError(f"expected a scalar, got an array of shape {value.shape}")
+    if dtype is not None and getattr(value, "shape", None) == ():
+        code = as_dtype(dtype).value.code
+        if code == cpp.kDLBool:
+            return 0
+        if code == cpp.kDLInt or code == cpp.kDLUInt:
+            return 1
+        return 3 if code == cpp.kDLComplex else 2
+    if hasattr(value, "__index__"):
+        return 1
+    if hasattr(value, "__float__"):
+        return 2
+    if hasattr(value, "__complex__"):
+        return 3
+    raise TypeError(f"expected a Python scalar (bool, int, float or complex), got {type(value).__name__}")
+
+
+cdef cpp.scalar _from_python(value) except *:
+    cdef int kind = _scalar_kind(value)
+    if kind == 0:
+        return cpp.scalar.from_bool(bool(value))
+    if kind == 1:
+        v = operator.index(value)
+        if -2**63 <= v < 2**63:
+            return cpp.scalar.from_int(v)
+        if 0 <= v < 2**64:
+            return cpp.scalar.from_uint(v)
+        raise OverflowError(f"Python int {v} does not fit in 64 bits")
+    if kind == 2:
+        return cpp.scalar.from_real(float(value))
+    c = complex(value)
+    return cpp.scalar.from_complex(c.real, c.imag)
+
+
+cdef void _store_python(cpp.dtype t, void* p, value, int64_t index) except *:
+    cdef cpp.scalar s = _from_python(value)
+    if s.k == cpp.scalar_kind.complex and t.code != cpp.kDLComplex:
+        raise TypeError(f"cannot store complex value {value!r} in a {dtype_from_cpp(t).name} array")
+    if not cpp.fits(t, s):
+        raise OverflowError(f"Python int {value} is out of bounds for {dtype_from_cpp(t).name}")
+    cpp.store(t, p, s, index)
+
+
+cdef DType _dtype_of_value(value):
+    """The default dtype of a scalar: its own for NumPy scalars, else as the
+    array API sets it (bool, int64 or uint64, float64, complex128)."""
+    if getattr(value, "shape", None) == () and hasattr(value, "dtype"):
+        return as_dtype(value.dtype)
+    return _common_dtype([value])
