@@ -142,23 +142,26 @@ TEST_CASE("tensor: empty() of 0-d, empty and sub-byte shapes") {
 
 TEST_CASE("tensor: empty() refuses impossible shapes") {
   CHECK_NOTHROW((void)dlb::tensor::empty(ones(64), f32));
-  CHECK_THROWS_AS((void)dlb::tensor::empty(ones(65), f32), std::length_error);
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::numeric_limits<std::int64_t>::max(), 2}, f32),
-                  std::length_error);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(ones(65), f32), "too many axes", std::length_error);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{std::numeric_limits<std::int64_t>::max(), 2}, f32),
+                       "array size overflows int64", std::length_error);
   // The count fits, the bytes do not.
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 61}, f64), std::length_error);
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 60}, dlb::dtype{dlb::kDLComplex, 128}),
-                  std::length_error);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 61}, f64), "array size overflows int64",
+                       std::length_error);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{std::int64_t(1) << 60}, dlb::dtype{dlb::kDLComplex, 128}),
+                       "array size overflows int64", std::length_error);
   // Empty, but its C-order strides would wrap: 3 * (2**62 + 1) passes int64,
   // and so do the bytes of the largest stride that fits in elements.
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{0, 3, (std::int64_t(1) << 62) + 1}, f32), std::length_error);
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{0, 7, 1317624576693539401}, f64), std::length_error);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{0, 3, (std::int64_t(1) << 62) + 1}, f32),
+                       "C-order strides overflow int64", std::length_error);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{0, 7, 1317624576693539401}, f64), "C-order strides overflow int64",
+                       std::length_error);
   const auto widest = dlb::tensor::empty(vec{0, 7, 1317624576693539401}, dlb::dtype{dlb::kDLInt, 8});
   CHECK(widest.stride(0) == std::numeric_limits<std::int64_t>::max());  // 7 * 1317624576693539401
   // Negative extents are no shape at all.
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{-1}, f32), std::invalid_argument);
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{3, -2}, f32), std::invalid_argument);
-  CHECK_THROWS_AS((void)dlb::tensor::empty(vec{0, -2}, f32), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{-1}, f32), "negative extent", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{3, -2}, f32), "negative extent", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{0, -2}, f32), "negative extent", std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------
@@ -333,11 +336,13 @@ TEST_CASE("tensor: adopt() calls release when validation fails") {
     CHECK(c.calls == 1);
   }
   // Without a release function there is nothing to call.
-  CHECK_THROWS_AS((void)dlb::tensor::adopt(nullptr, f32, {}, vec{2}, {}, false, nullptr, nullptr),
-                  dlb::import_failure);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::adopt(nullptr, f32, {}, vec{2}, {}, false, nullptr, nullptr),
+                       "invalid tensor: data: expected a pointer for a non-empty tensor, got NULL",
+                       dlb::import_failure);
   // import_failure is an invalid_argument.
-  CHECK_THROWS_AS((void)dlb::tensor::adopt(nullptr, f32, {}, vec{2}, {}, false, nullptr, nullptr),
-                  std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::adopt(nullptr, f32, {}, vec{2}, {}, false, nullptr, nullptr),
+                       "invalid tensor: data: expected a pointer for a non-empty tensor, got NULL",
+                       std::invalid_argument);
 }
 
 TEST_CASE("tensor: adopt() wants one stride per axis") {
@@ -469,14 +474,17 @@ TEST_CASE("tensor: import calls the deleter once when validation fails") {
   SUBCASE("NULL data") {
     counter c;
     auto* m = make_versioned(c, nullptr, f32, vec{4});
-    CHECK_THROWS_AS((void)dlb::tensor::import(m), dlb::import_failure);
+    CHECK_THROWS_WITH_AS((void)dlb::tensor::import(m),
+                         "invalid tensor: data: expected a pointer for a non-empty tensor, got NULL",
+                         dlb::import_failure);
     CHECK(c.calls == 1);
   }
   SUBCASE("a NULL deleter is simply not called") {
     dlb::DLManagedTensorVersioned m{};
     m.version = {1, 3};
     m.dl_tensor.ndim = -1;
-    CHECK_THROWS_AS((void)dlb::tensor::import(&m), dlb::import_failure);
+    CHECK_THROWS_WITH_AS((void)dlb::tensor::import(&m), "invalid tensor: ndim: expected ndim <= 64, got -1",
+                         dlb::import_failure);
   }
 }
 
@@ -552,7 +560,8 @@ TEST_CASE("tensor: legacy import calls the deleter once when validation fails") 
 
   dlb::DLManagedTensor bare{};  // NULL deleter
   bare.dl_tensor.ndim = 100;
-  CHECK_THROWS_AS((void)dlb::tensor::import(&bare, true), dlb::import_failure);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::import(&bare, true), "invalid tensor: ndim: expected ndim <= 64, got 100",
+                       dlb::import_failure);
 }
 
 // ---------------------------------------------------------------------------
@@ -842,7 +851,9 @@ void check_release_parameter() {
     counter bad;
     M* broken = make_managed<M>(bad, nullptr, f32, vec{4});
     if constexpr (std::is_same_v<M, dlb::DLManagedTensorVersioned>) broken->version = {1, 3};
-    CHECK_THROWS_AS((void)dlb::tensor::import(broken, &wrapped_release<M>), dlb::import_failure);
+    CHECK_THROWS_WITH_AS((void)dlb::tensor::import(broken, &wrapped_release<M>),
+                         "invalid tensor: data: expected a pointer for a non-empty tensor, got NULL",
+                         dlb::import_failure);
     CHECK(wrapped_calls == 2);
     CHECK(bad.calls == 1);
   } else {

@@ -90,7 +90,8 @@ GPU_TEST_CASE("allocation failures are cuda_error naming the call and the CUDA e
     CHECK(std::string(e.what()).rfind("cudaMallocAsync(4503599627370496 bytes): cudaErrorMemoryAllocation: ", 0) == 0);
     CHECK(e.code() == cudaErrorMemoryAllocation);
   }
-  CHECK_THROWS_AS((void)cr::empty_device(std::array<std::int64_t, 1>{-1}, dlb::dtype_of<float>), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)cr::empty_device(std::array<std::int64_t, 1>{-1}, dlb::dtype_of<float>), "negative extent",
+                       std::invalid_argument);
 }
 
 GPU_TEST_CASE("pointer_device classifies device, pinned, managed, registered and plain host memory") {
@@ -376,14 +377,17 @@ GPU_TEST_CASE("device_guard switches the current device and restores it") {
 GPU_TEST_CASE("bad arguments are std::invalid_argument, not CUDA errors") {
   const auto d = cr::empty_device(std::array<std::int64_t, 2>{3, 4}, dlb::dtype_of<float>);
   const auto e = cr::empty_device(std::array<std::int64_t, 2>{4, 3}, dlb::dtype_of<float>);
-  CHECK_THROWS_AS(cr::copy(d, e, cr::legacy_stream()), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cr::copy(d, e, cr::legacy_stream()), "copy: shapes differ: (3, 4) and (4, 3)",
+                       std::invalid_argument);
   dlb::tensor ro = d;
   ro.make_readonly();
-  CHECK_THROWS_AS(cr::copy(d, ro, cr::legacy_stream()), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cr::copy(d, ro, cr::legacy_stream()), "copy: the destination is read-only",
+                       std::invalid_argument);
   const std::array<std::int64_t, 1> shape{4}, strided{2};
-  CHECK_THROWS_AS(cr::copy_strided(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), strided, e.data(), strided, cr::legacy_stream()),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(cr::fill(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), std::array<std::int64_t, 1>{1},
-                           dlb::scalar::from_real(1), cr::legacy_stream()),
-                  std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cr::copy_strided(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), strided, e.data(), strided,
+                                        cr::legacy_stream()),
+                       "packed sub-byte data must be C-contiguous, got strides (2,)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cr::fill(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), std::array<std::int64_t, 1>{1},
+                                dlb::scalar::from_real(1), cr::legacy_stream()),
+                       "fill: packed sub-byte dtypes are not supported on the GPU", std::invalid_argument);
 }

@@ -36,7 +36,8 @@ TEST_CASE("check throws cuda_error with the message and the code, and is silent 
     CHECK(e.code() == cudaErrorMemoryAllocation);
   }
   // A cuda_error is a std::runtime_error; cuda_unavailable is a cuda_error.
-  CHECK_THROWS_AS(cr::check(cudaErrorInvalidValue, "x"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(cr::check(cudaErrorInvalidValue, "x"), "x: cudaErrorInvalidValue: invalid argument",
+                       std::runtime_error);
   static_assert(std::is_base_of_v<dlb::cuda_error, dlb::cuda_unavailable>);
 }
 

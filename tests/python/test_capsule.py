@@ -165,7 +165,7 @@ def test_read_only_flag_gives_a_read_only_array():
     producer, a = import_hand_built(mt)
     assert a.readonly
     assert memoryview(a).readonly
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="^cannot modify read-only memory$"):  # memoryview's own
         memoryview(a)[0] = 1.0
     view = a[1:]
     assert view.readonly
@@ -277,24 +277,38 @@ def test_other_major_version_is_refused_after_calling_the_deleter(version):
 
 # -- invalid tensors -------------------------------------------------------------
 
+# case: (how the tensor is broken, a part the message must name, the whole message)
 INVALID = {
-    "unknown dtype code": (dict(dtype=(99, 64, 1)), "dtype code 99"),
-    "ndim 70": (dict(shape=(1,) * 70, values=[1.0]), "expected ndim <= 64, got 70"),
-    "negative ndim": (dict(ndim=-1), "ndim"),
-    "negative extent": (dict(shape=(2, -3), values=range(6)), "extent -3"),
-    "null data, non-empty": (dict(data=None), "data"),
-    "unknown device type": (dict(device=(99, 0)), "device type 99"),
-    "unused device type 5": (dict(device=(5, 0)), "device type 5"),
-    "negative device id": (dict(device=(1, -1)), "device"),
-    "lanes 4": (dict(dtype=(2, 32, 4)), "lanes 4"),
-    "unsupported bits": (dict(dtype=(2, 7, 1)), "dtype"),
-    "fp4 with bits 8": (dict(dtype=(17, 8, 1)), "dtype"),
-    "null shape": (dict(shape=(2, 2), values=range(4)), "shape"),
-    "bool with bits 1": (dict(dtype=(6, 1, 1)), "dtype"),
-    "overflowing size": (dict(shape=(2**62, 4), values=[1.0]), "shape"),
-    "overflowing stride": (dict(shape=(2, 2), strides=(2**61, 1), values=range(4)), "strides"),
-    "byte_offset past the address space": (dict(byte_offset=2**64 - 8), "byte_offset"),
-    "unknown flag": (dict(flags=1 << 7), "flags"),
+    "unknown dtype code": (dict(dtype=(99, 64, 1)), "dtype code 99",
+                           "dtype: expected a DLPack 1.3 dtype code (0 to 17), got dtype code 99"),
+    "ndim 70": (dict(shape=(1,) * 70, values=[1.0]), "expected ndim <= 64, got 70",
+                "ndim: expected ndim <= 64, got 70"),
+    "negative ndim": (dict(ndim=-1), "ndim", "ndim: expected ndim <= 64, got -1"),
+    "negative extent": (dict(shape=(2, -3), values=range(6)), "extent -3",
+                        "shape: axis 1: expected extent >= 0, got extent -3"),
+    "null data, non-empty": (dict(data=None), "data", "data: expected a pointer for a non-empty tensor, got NULL"),
+    "unknown device type": (dict(device=(99, 0)), "device type 99",
+                            "device: expected a DLPack 1.3 device type, got device type 99"),
+    "unused device type 5": (dict(device=(5, 0)), "device type 5",
+                             "device: expected a DLPack 1.3 device type, got device type 5"),
+    "negative device id": (dict(device=(1, -1)), "device", "device: expected device_id >= 0, got -1"),
+    "lanes 4": (dict(dtype=(2, 32, 4)), "lanes 4", "dtype: expected lanes == 1, got lanes 4"),
+    "unsupported bits": (dict(dtype=(2, 7, 1)), "dtype",
+                         "dtype: expected a supported (code, bits) pair, got (code 2, bits 7, lanes 1)"),
+    "fp4 with bits 8": (dict(dtype=(17, 8, 1)), "dtype",
+                        "dtype: expected a supported (code, bits) pair, got (code 17, bits 8, lanes 1)"),
+    "null shape": (dict(shape=(2, 2), values=range(4)), "shape", "shape: expected a shape array, got NULL"),
+    "bool with bits 1": (dict(dtype=(6, 1, 1)), "dtype",
+                         "dtype: expected a supported (code, bits) pair, got (code 6, bits 1, lanes 1)"),
+    "overflowing size": (dict(shape=(2**62, 4), values=[1.0]), "shape",
+                         "shape: expected a byte size that fits in int64, got an overflowing element count"),
+    "overflowing stride": (dict(shape=(2, 2), strides=(2**61, 1), values=range(4)), "strides",
+                           "strides: expected byte offsets that fit in int64, got an overflowing stride"),
+    "byte_offset past the address space": (dict(byte_offset=2**64 - 8), "byte_offset",
+                                           "byte_offset: expected an address inside the address space, "
+                                           "got byte_offset 18446744073709551608"),
+    "unknown flag": (dict(flags=1 << 7), "flags",
+                     "flags: expected only DLPack 1.3 flag bits (mask 0x7), got flags 128"),
 }
 
 
@@ -316,7 +330,7 @@ INVALID_PARAMS = [pytest.param(case, True, id=f"{case}-versioned") for case in I
 def test_invalid_tensor_raises_buffer_error_after_calling_the_deleter_once(case, versioned):
     mt = _make_invalid(case, versioned)
     producer = Producer(mt)
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(BufferError, match="^" + re.escape("invalid tensor: " + INVALID[case][2]) + "$") as info:
         dlbridge.from_dlpack(producer)
     assert INVALID[case][1] in str(info.value)
     # The consumer took ownership (renamed the capsule) and gave it back at once.
@@ -553,13 +567,14 @@ def test_producer_buffer_error_propagates_unchanged():
         def __dlpack_device__(self):
             return (1, 0)
 
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(BufferError, match="^cannot export this$") as info:
         dlbridge.from_dlpack(Refusing())
     assert info.value is error
 
 
 def test_object_without_dlpack_raises_attribute_error():
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="^" + re.escape("from_dlpack: expected an object with __dlpack__ "
+                                                             "(a DLPack producer), got object") + "$"):
         dlbridge.from_dlpack(object())
 
 
@@ -604,7 +619,7 @@ def test_deleter_called_while_an_exception_is_in_flight_keeps_the_exception():
     # SystemError, and must run exactly once.
     mt = ManagedTensor(range(3))
     producer = Producer(mt)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match="^index 99 is out of bounds for axis 0 with size 3$"):
         dlbridge.from_dlpack(producer)[99]
     collect()
     assert mt.deleter_calls == 1

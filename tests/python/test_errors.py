@@ -500,11 +500,13 @@ def test_size_overflow_is_value_error(shape, dtype):
         dlbridge.zeros(shape, dtype=dtype)
 
 
-@pytest.mark.parametrize("make", [dlbridge.empty, dlbridge.zeros, lambda s, dtype: dlbridge.full(s, 1, dtype=dtype)],
+@pytest.mark.parametrize("make, name", [(dlbridge.empty, "empty"), (dlbridge.zeros, "zeros"),
+                                        (lambda s, dtype: dlbridge.full(s, 1, dtype=dtype), "full")],
                          ids=["empty", "zeros", "full"])
-def test_allocation_failure_is_memory_error(make):
+def test_allocation_failure_is_memory_error(make, name):
     # 2**62 bytes fit in int64 but not in any address space: std::bad_alloc.
-    with pytest.raises(MemoryError):
+    with pytest.raises(MemoryError, match=exactly(f"{name}: cannot allocate 4611686018427387904 bytes "
+                                                  "for shape (4611686018427387904,) of int8")):
         make(2**62, dtype="int8")
 
 

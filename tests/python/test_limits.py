@@ -87,7 +87,7 @@ def refused(route, message, **description):
     """Imports the description and expects BufferError with exactly `message`;
     a refused capsule has had its deleter called exactly once."""
     incoming = route.make(**description)
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(BufferError, match=test_errors.exactly(message)) as info:
         route.importer(incoming)
     assert str(info.value) == message
     if isinstance(incoming, Producer):
@@ -150,9 +150,10 @@ class NegativeNdimBuffer(test_errors._api.PyType_FromSpec(ctypes.byref(_negative
 
 @pytest.mark.parametrize("ndim", [-1, -2**31])
 def test_a_buffer_with_a_negative_ndim_is_refused_naming_it(ndim):
-    with pytest.raises(BufferError) as info:
+    message = f"invalid tensor: ndim: expected ndim <= 64, got {ndim}"
+    with pytest.raises(BufferError, match=test_errors.exactly(message)) as info:
         dlbridge.asarray(NegativeNdimBuffer(ndim))
-    assert str(info.value) == f"invalid tensor: ndim: expected ndim <= 64, got {ndim}"
+    assert str(info.value) == message
 
 
 def test_64_axes_round_trip_through_numpy_and_back():
@@ -264,7 +265,8 @@ def test_operations_on_a_huge_zero_strided_array_do_not_read_past_its_element():
     # Copies need 2**62 bytes: that fits in int64, but not in memory.
     for copy in (a.copy, lambda: dlbridge.from_dlpack(a, copy=True),
                  lambda: a.__dlpack__(max_version=(1, 3), copy=True)):
-        with pytest.raises(MemoryError):
+        # std::bad_alloc from the copy becomes a bare MemoryError (PyErr_NoMemory): no message.
+        with pytest.raises(MemoryError, match="^$"):
             copy()
     # As int16 they would need 2**63 bytes, past int64.
     with pytest.raises(ValueError, match="^array size overflows int64$"):
@@ -368,6 +370,19 @@ def _random_keys(rng, count):
         yield tuple(_KEY_ITEMS[i] for i in rng.integers(0, len(_KEY_ITEMS), length))
 
 
+def _index_error(ndim, key):
+    """dlbridge's IndexError for a key of None, Ellipsis, slices and in-range
+    ints that NumPy refuses, worked out from the key alone."""
+    key = key if isinstance(key, tuple) else (key,)
+    indexed = sum(k is not None and k is not Ellipsis for k in key)
+    ints = sum(isinstance(k, int) for k in key)
+    if key.count(Ellipsis) > 1:
+        return "an index can only have a single Ellipsis"
+    if indexed > ndim:
+        return f"too many indices: the array is {ndim}-dimensional, but {indexed} were indexed"
+    return f"the result would have {ndim - ints + key.count(None)} axes; at most 64 are allowed"
+
+
 @pytest.mark.parametrize("ndim", [0, 1, 2, 33, 62, 63, 64])
 def test_every_key_form_stays_within_64_axes_as_numpy_does(ndim):
     # Every combination of None, Ellipsis, slices and ints, as tuples of any
@@ -381,7 +396,7 @@ def test_every_key_form_stays_within_64_axes_as_numpy_does(ndim):
         try:
             expected = n[key].shape
         except IndexError:
-            with pytest.raises(IndexError):
+            with pytest.raises(IndexError, match=test_errors.exactly(_index_error(ndim, key))):
                 a[key]
             continue
         assert a[key].shape == expected, key

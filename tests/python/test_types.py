@@ -11,6 +11,7 @@ import torch
 
 import dlbridge
 from dlbridge import Device, DeviceType, DType
+from test_errors import exactly
 
 # name -> (DLPack code, bits, itemsize, NumPy typestr or None)
 DTYPES = {
@@ -203,33 +204,53 @@ def test_dtype_of_arrays_is_a_dtype():
 # DType: errors
 
 
-@pytest.mark.parametrize("spec, mention", [
-    ("float99", "float99"),
-    (">f4", ">f4"),
-    (">i2", ">i2"),
-    ("S1", "S1"),
-    ("V2", "V2"),
-    ("", "''"),
-    ("Float32", "Float32"),
-    (np.dtype("V2"), "V2"),
-    (np.dtype("O"), "O"),
-    (np.dtype(">f4"), ">f4"),
-    (np.dtype(">u2"), ">u2"),
-    *([(np.longdouble, np.dtype(np.longdouble).name)] if np.dtype(np.longdouble).itemsize > 8 else []),
-    (ml_dtypes.int4, "int4"),
-    (torch.complex32, "complex32"),
-    (torch.float4_e2m1fn_x2, "float4_e2m1fn_x2"),
-    ((2, 33), "(2, 33)"),
-    ((2, 32, 2), "(2, 32, 2)"),
-    ((99, 8), "(99, 8)"),
-    ((2.0, 32), "(2.0, 32)"),
-    ([2, 32], "[2, 32]"),
-    (None, "None"),
-    (3.5, "3.5"),
-    (list, "list"),
+# Each refusal's whole message for a spec: the spec (or the NumPy dtype of a
+# scalar type) as repr() shows it, so that NumPy's, ml_dtypes' and PyTorch's
+# spellings in this version are the ones expected.
+def cannot_interpret(spec):
+    return f"cannot interpret {spec!r} (of type {type(spec).__name__}) as a dlbridge dtype"
+
+
+def cannot_interpret_its_numpy_dtype(spec):
+    return cannot_interpret(np.dtype(spec))
+
+
+def big_endian(spec):
+    return f"dtype {spec!r} has non-native (big-endian) byte order"
+
+
+def not_a_dlpack_triple(spec):
+    return f"dtype {spec!r} is not a supported DLPack (code, bits, lanes) triple"
+
+
+@pytest.mark.parametrize("spec, mention, refusal", [
+    ("float99", "float99", cannot_interpret),
+    (">f4", ">f4", cannot_interpret),
+    (">i2", ">i2", cannot_interpret),
+    ("S1", "S1", cannot_interpret),
+    ("V2", "V2", cannot_interpret),
+    ("", "''", cannot_interpret),
+    ("Float32", "Float32", cannot_interpret),
+    (np.dtype("V2"), "V2", cannot_interpret),
+    (np.dtype("O"), "O", cannot_interpret),
+    (np.dtype(">f4"), ">f4", big_endian),
+    (np.dtype(">u2"), ">u2", big_endian),
+    *([(np.longdouble, np.dtype(np.longdouble).name, cannot_interpret_its_numpy_dtype)]
+      if np.dtype(np.longdouble).itemsize > 8 else []),
+    (ml_dtypes.int4, "int4", cannot_interpret_its_numpy_dtype),
+    (torch.complex32, "complex32", cannot_interpret),
+    (torch.float4_e2m1fn_x2, "float4_e2m1fn_x2", cannot_interpret),
+    ((2, 33), "(2, 33)", not_a_dlpack_triple),
+    ((2, 32, 2), "(2, 32, 2)", not_a_dlpack_triple),
+    ((99, 8), "(99, 8)", not_a_dlpack_triple),
+    ((2.0, 32), "(2.0, 32)", cannot_interpret),
+    ([2, 32], "[2, 32]", cannot_interpret),
+    (None, "None", cannot_interpret),
+    (3.5, "3.5", cannot_interpret),
+    (list, "list", cannot_interpret),
 ])
-def test_dtype_bad_spec_raises_type_error_naming_it(spec, mention):
-    with pytest.raises(TypeError) as info:
+def test_dtype_bad_spec_raises_type_error_naming_it(spec, mention, refusal):
+    with pytest.raises(TypeError, match=exactly(refusal(spec))) as info:
         DType(spec)
     assert mention in str(info.value)
 
@@ -362,48 +383,82 @@ def test_device_pickle_round_trip(spec):
 
 
 def test_device_unknown_type_lists_the_choices():
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=r"^unknown device type 'tpu'; expected one of cpu, cuda(, \w+)+$") as info:
         Device("tpu")
     message = str(info.value)
     assert "'tpu'" in message
     assert "cpu" in message and "cuda" in message
 
 
-@pytest.mark.parametrize("args, mention", [
-    (("tpu",), "tpu"),
-    (("tpu", 0), "tpu"),
-    (("CUDA",), "CUDA"),
-    (("cuda:x",), "cuda:x"),
-    (("cuda:",), "cuda:"),
-    (("cuda:-1",), "cuda:-1"),
-    (("cuda:1:2",), "cuda:1:2"),
-    (("cuda", -1), "-1"),
-    ((2, -1), "-1"),
-    (((2, -1),), "-1"),
-    (("cuda", 2**31), str(2**31)),
-    (("cuda", 1.0), "1.0"),
-    (((99, 0),), "99"),
-    (((0, 0),), "0"),
-    (((5, 0),), "5"),
-    ((6, 0), "6"),
-    (("cuda:1", 1), "cuda:1"),
+# Each refusal as a regex, from the arguments of Device(...): Device(type, id)
+# or Device((type, id)).
+def unknown_type(*args):  # the choices after cpu and cuda are not pinned
+    return "^" + re.escape(f"unknown device type {args[0]!r}; expected one of cpu, cuda") + r"(, \w+)+$"
+
+
+def bad_id_in_name(*args):
+    return exactly(f"device id in {args[0]!r} must be a non-negative integer")
+
+
+def bad_id(*args):
+    return exactly(f"device id must be an integer in [0, 2**31), got {(args if len(args) == 2 else args[0])[1]!r}")
+
+
+def not_a_dlpack_type(*args):
+    return exactly(f"device type {(args if len(args) == 2 else args[0])[0]} is not a DLPack device type")
+
+
+def id_given_twice(*args):
+    return exactly(f"give the device id once, got {args[0]!r} and id {args[1]!r}")
+
+
+def cannot_interpret_as_device(*args):
+    return exactly(f"cannot interpret {args[0]!r} (of type {type(args[0]).__name__}) as a device")
+
+
+def not_a_pair(*args):
+    return exactly(f"a device tuple is (type, id), got {args[0]!r}")
+
+
+def type_not_a_name(*args):
+    return exactly(f"device type must be a name or a DeviceType, got {args[0]!r}")
+
+
+@pytest.mark.parametrize("args, mention, refusal", [
+    (("tpu",), "tpu", unknown_type),
+    (("tpu", 0), "tpu", unknown_type),
+    (("CUDA",), "CUDA", unknown_type),
+    (("cuda:x",), "cuda:x", bad_id_in_name),
+    (("cuda:",), "cuda:", bad_id_in_name),
+    (("cuda:-1",), "cuda:-1", bad_id_in_name),
+    (("cuda:1:2",), "cuda:1:2", bad_id_in_name),
+    (("cuda", -1), "-1", bad_id),
+    ((2, -1), "-1", bad_id),
+    (((2, -1),), "-1", bad_id),
+    (("cuda", 2**31), str(2**31), bad_id),
+    (("cuda", 1.0), "1.0", bad_id),
+    (((99, 0),), "99", not_a_dlpack_type),
+    (((0, 0),), "0", not_a_dlpack_type),
+    (((5, 0),), "5", not_a_dlpack_type),
+    ((6, 0), "6", not_a_dlpack_type),
+    (("cuda:1", 1), "cuda:1", id_given_twice),
 ])
-def test_device_bad_values_raise_value_error(args, mention):
-    with pytest.raises(ValueError) as info:
+def test_device_bad_values_raise_value_error(args, mention, refusal):
+    with pytest.raises(ValueError, match=refusal(*args)) as info:
         Device(*args)
     assert mention in str(info.value)
 
 
-@pytest.mark.parametrize("args, mention", [
-    ((None,), "None"),
-    ((3.5,), "3.5"),
-    (([2, 1],), "[2, 1]"),
-    (((2, 1, 0),), "(2, 1, 0)"),
-    ((object(),), "object"),
-    ((3.5, 1), "3.5"),
+@pytest.mark.parametrize("args, mention, refusal", [
+    ((None,), "None", cannot_interpret_as_device),
+    ((3.5,), "3.5", cannot_interpret_as_device),
+    (([2, 1],), "[2, 1]", cannot_interpret_as_device),
+    (((2, 1, 0),), "(2, 1, 0)", not_a_pair),
+    ((object(),), "object", cannot_interpret_as_device),
+    ((3.5, 1), "3.5", type_not_a_name),
 ])
-def test_device_bad_types_raise_type_error(args, mention):
-    with pytest.raises(TypeError) as info:
+def test_device_bad_types_raise_type_error(args, mention, refusal):
+    with pytest.raises(TypeError, match=refusal(*args)) as info:
         Device(*args)
     assert mention in str(info.value)
 
