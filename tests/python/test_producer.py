@@ -13,6 +13,7 @@ import dlbridge
 from dlbridge import DeviceType
 from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, Consumed, ManagedTensor, Producer,
                            capsule_name)
+from gpu import NO_GPU
 from test_errors import exactly
 
 
@@ -143,6 +144,12 @@ _DL_DEVICE_REFUSALS = {
 
 @pytest.mark.parametrize("dl_device", list(_DL_DEVICE_REFUSALS))
 def test_other_dl_device_raises_buffer_error(a, dl_device):
+    if _DL_DEVICE_REFUSALS[dl_device] == _NO_CUDA and not NO_GPU:
+        # With a GPU the copy is made: a capsule flagged IS_COPIED.
+        c = consume(a, max_version=(1, 3), dl_device=dl_device)
+        assert c.device == dl_device and c.flags & FLAG_IS_COPIED
+        c.release()
+        return
     refusal = re.escape(f"cannot export an array on cpu to device {dl_device}: ") + _DL_DEVICE_REFUSALS[dl_device]
     with pytest.raises(BufferError, match="^" + refusal):
         a.__dlpack__(max_version=(1, 3), dl_device=dl_device)
