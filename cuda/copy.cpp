@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "dlbridge/copy.hpp"
+#include "dlbridge/host_copy.hpp"
 #include "dlbridge/cuda/copy.hpp"
 #include "dlbridge/cuda/error.hpp"
 #include "dlbridge/cuda/memory.hpp"
@@ -35,26 +35,6 @@ void check_packed(dtype t, extents_t shape, extents_t strides) {
     throw std::invalid_argument("packed sub-byte data must be C-contiguous, got strides " + describe(strides));
 }
 
-// Whether the layout maps its elements one to one onto a contiguous block
-// (a permutation of C order, strides of any sign): then its byte span holds
-// exactly its elements.
-bool is_dense(extents_t shape, extents_t strides) {
-  // |stride| unsigned: a stride may be INT64_MIN.
-  std::array<std::array<std::uint64_t, 2>, max_ndim> axes{};  // |stride|, extent
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] > 1)
-      axes[n++] = {strides[i] < 0 ? 0 - std::uint64_t(strides[i]) : std::uint64_t(strides[i]),
-                   std::uint64_t(shape[i])};
-  std::sort(axes.begin(), axes.begin() + std::ptrdiff_t(n));
-  std::uint64_t expected = 1;  // at most the element count
-  for (std::size_t i = 0; i < n; ++i) {
-    if (axes[i][0] != expected) return false;
-    expected *= axes[i][1];
-  }
-  return true;
-}
-
 // Copy or cast between memory kernels on the current device can use.
 void transfer(extents_t shape, dtype from, const void* src, extents_t src_strides, dtype to, void* dst,
               extents_t dst_strides, stream_t stream) {
@@ -64,14 +44,16 @@ void transfer(extents_t shape, dtype from, const void* src, extents_t src_stride
     cast_strided(shape, from, src, src_strides, to, dst, dst_strides, stream);
 }
 
-enum class side { host, kernel };  // pageable CPU memory, or memory kernels can use
+// Where a copy can touch memory: pageable CPU memory only through the CPU or
+// cudaMemcpy; device, pinned and managed memory from kernels too.
+enum class memory_kind { pageable, kernel_visible };
 
-side place(const tensor& t, const char* role) {
+memory_kind kind_of(const tensor& t, const char* role) {
   switch (t.device().type) {
-    case kDLCPU: return side::host;
+    case kDLCPU: return memory_kind::pageable;
     case kDLCUDA:
     case kDLCUDAHost:
-    case kDLCUDAManaged: return side::kernel;
+    case kDLCUDAManaged: return memory_kind::kernel_visible;
     default:
       throw std::invalid_argument(std::string("the CUDA backend copies cpu, cuda, cuda_host and cuda_managed memory; the ") +
                                   role + " is on " + std::string(name(t.device().type)));
@@ -83,7 +65,7 @@ std::byte* at(void* p, std::int64_t bytes) { return static_cast<std::byte*>(p) +
 
 // Pageable host source, kernel-usable destination.
 void upload(const tensor& src, const tensor& dst, stream_t stream) {
-  const auto plan = detail::make_plan(src.shape(), dst.strides(), src.strides());
+  const auto plan = detail::make_strided_plan(src.shape(), dst.strides(), src.strides());
   if (src.type() == dst.type() && (src.type().is_subbyte() || detail::is_memcpy(plan)))
     return memcpy_async(dst.data(), src.data(), std::size_t(src.nbytes()), stream);
   // Move the source's bytes as they are when they are exactly its elements;
@@ -109,7 +91,7 @@ void upload(const tensor& src, const tensor& dst, stream_t stream) {
 
 // Kernel-usable source, pageable host destination; returns when the data is there.
 void download(const tensor& src, const tensor& dst, stream_t stream) {
-  const auto plan = detail::make_plan(src.shape(), dst.strides(), src.strides());
+  const auto plan = detail::make_strided_plan(src.shape(), dst.strides(), src.strides());
   if (src.type() == dst.type() && (src.type().is_subbyte() || detail::is_memcpy(plan))) {
     memcpy_async(dst.data(), src.data(), std::size_t(src.nbytes()), stream);
     return synchronize(stream);
@@ -139,7 +121,7 @@ void download(const tensor& src, const tensor& dst, stream_t stream) {
 void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_t stream) {
   require_device();
   if (bytes == 0) return;
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream),
+  throw_on_error(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream),
         "cudaMemcpyAsync(" + std::to_string(bytes) + " bytes)");
 }
 
@@ -154,7 +136,7 @@ void copy_strided(extents_t shape, dtype type, const void* src, extents_t src_st
     check_packed(type, shape, dst_strides);
     return memcpy_async(dst, src, std::size_t(type.storage_bytes(std::uint64_t(count))), stream);
   }
-  const auto plan = detail::make_plan(shape, dst_strides, src_strides);
+  const auto plan = detail::make_strided_plan(shape, dst_strides, src_strides);
   if (detail::is_memcpy(plan)) return memcpy_async(dst, src, std::size_t(count) * type.itemsize(), stream);
   detail::launch_copy(plan, type.itemsize(), dst, src, stream);
 }
@@ -170,7 +152,7 @@ void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_st
   if (count == 0) return;
   check_packed(from, shape, src_strides);
   check_packed(to, shape, dst_strides);
-  detail::launch_cast(detail::make_plan(shape, dst_strides, src_strides), from, to, dst, src, stream);
+  detail::launch_cast(detail::make_strided_plan(shape, dst_strides, src_strides), from, to, dst, src, stream);
 }
 
 void fill(extents_t shape, dtype type, void* dst, extents_t dst_strides, const scalar& value, stream_t stream) {
@@ -182,11 +164,11 @@ void fill(extents_t shape, dtype type, void* dst, extents_t dst_strides, const s
   alignas(16) unsigned char pattern[16] = {};
   store(type, pattern, value);
   const std::size_t bytes = type.itemsize();
-  const auto plan = detail::make_plan(shape, dst_strides, {});
+  const auto plan = detail::make_strided_plan(shape, dst_strides, {});
   const bool one_run = plan.ndim == 0 || (plan.ndim == 1 && plan.dst[0] == 1);
   if (one_run && std::all_of(pattern, pattern + bytes, [&](unsigned char b) { return b == pattern[0]; })) {
     const std::size_t total = std::size_t(count) * bytes;
-    return check(cudaMemsetAsync(dst, pattern[0], total, stream), "cudaMemsetAsync(" + std::to_string(total) + " bytes)");
+    return throw_on_error(cudaMemsetAsync(dst, pattern[0], total, stream), "cudaMemsetAsync(" + std::to_string(total) + " bytes)");
   }
   detail::launch_fill(plan, bytes, pattern, dst, stream);
 }
@@ -198,9 +180,9 @@ void copy(const tensor& src, const tensor& dst, stream_t stream) {
   if (dst.readonly()) throw std::invalid_argument("copy: the destination is read-only");
   check_dtype(src.type());
   check_dtype(dst.type());
-  const side from = place(src, "source"), to = place(dst, "destination");
+  const memory_kind from = kind_of(src, "source"), to = kind_of(dst, "destination");
   if (src.size() == 0) return;
-  if (from == side::host && to == side::host) {
+  if (from == memory_kind::pageable && to == memory_kind::pageable) {
     if (src.type() == dst.type())
       dlb::copy_strided(src.shape(), src.type(), src.data(), src.strides(), dst.data(), dst.strides());
     else
@@ -209,7 +191,7 @@ void copy(const tensor& src, const tensor& dst, stream_t stream) {
   }
   const bool src_cuda = src.device().type == kDLCUDA, dst_cuda = dst.device().type == kDLCUDA;
   if (src_cuda && dst_cuda && src.device().id != dst.device().id) {
-    const auto plan = detail::make_plan(src.shape(), dst.strides(), src.strides());
+    const auto plan = detail::make_strided_plan(src.shape(), dst.strides(), src.strides());
     if (src.type() != dst.type() || !(src.type().is_subbyte() || detail::is_memcpy(plan)))
       throw std::invalid_argument("copy: between CUDA devices " + std::to_string(src.device().id) + " and " +
                                   std::to_string(dst.device().id) +
@@ -218,15 +200,15 @@ void copy(const tensor& src, const tensor& dst, stream_t stream) {
     return memcpy_async(dst.data(), src.data(), std::size_t(src.nbytes()), stream);
   }
   const device_guard guard(dst_cuda ? dst.device().id : src_cuda ? src.device().id : -1);
-  if (from == side::host) return upload(src, dst, stream);
-  if (to == side::host) return download(src, dst, stream);
+  if (from == memory_kind::pageable) return upload(src, dst, stream);
+  if (to == memory_kind::pageable) return download(src, dst, stream);
   transfer(src.shape(), src.type(), src.data(), src.strides(), dst.type(), dst.data(), dst.strides(), stream);
 }
 
 void fill(const tensor& dst, const scalar& value, stream_t stream) {
   require_device();
   if (dst.readonly()) throw std::invalid_argument("fill: the destination is read-only");
-  if (place(dst, "destination") == side::host) {
+  if (kind_of(dst, "destination") == memory_kind::pageable) {
     if (dst.type().is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
     check_dtype(dst.type());
     alignas(16) unsigned char pattern[16] = {};

@@ -15,7 +15,7 @@ std::string error_message(std::string_view call, int code) {
   return message;
 }
 
-void check(int code, std::string_view call) {
+void throw_on_error(int code, std::string_view call) {
   if (code == cudaSuccess) return;
   // Reported here, so clear it: a later cudaGetLastError() (after a kernel
   // launch) must not find it again. Sticky errors stay whatever we do.

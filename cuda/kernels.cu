@@ -99,7 +99,7 @@ void clear_last_error() { (void)cudaGetLastError(); }
 
 void check_launch(const char* kernel) {
   const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) check(status, std::string(kernel) + "<<<>>>");
+  if (status != cudaSuccess) throw_on_error(status, std::string(kernel) + "<<<>>>");
 }
 
 template <std::size_t Bytes>

@@ -60,12 +60,12 @@ tensor empty_device(extents_t shape, dtype type, stream_t stream) {
   auto* block = new device_block{nullptr, device, stream};
   if (const cudaError_t status = cudaMallocAsync(&block->memory, bytes, stream); status != cudaSuccess) {
     delete block;
-    check(status, bytes_call("cudaMallocAsync", bytes));
+    throw_on_error(status, bytes_call("cudaMallocAsync", bytes));
   }
   if (type.is_subbyte()) {
     if (const cudaError_t status = cudaMemsetAsync(block->memory, 0, bytes, stream); status != cudaSuccess) {
       release_device(block);
-      check(status, bytes_call("cudaMemsetAsync", bytes));
+      throw_on_error(status, bytes_call("cudaMemsetAsync", bytes));
     }
   }
   void* memory = block->memory;
@@ -77,7 +77,7 @@ tensor empty_pinned(extents_t shape, dtype type) {
   const std::size_t bytes = allocation_bytes(shape, type);
   if (bytes == 0) return tensor::adopt(nullptr, type, {kDLCUDAHost, 0}, shape, {}, false, nullptr, nullptr);
   void* memory = nullptr;
-  check(cudaMallocHost(&memory, bytes), bytes_call("cudaMallocHost", bytes));
+  throw_on_error(cudaMallocHost(&memory, bytes), bytes_call("cudaMallocHost", bytes));
   if (type.is_subbyte()) std::memset(memory, 0, bytes);
   return tensor::adopt(memory, type, {kDLCUDAHost, 0}, shape, {}, false, release_pinned, memory);
 }
@@ -87,11 +87,11 @@ tensor empty_managed(extents_t shape, dtype type) {
   const std::size_t bytes = allocation_bytes(shape, type);
   if (bytes == 0) return tensor::adopt(nullptr, type, {kDLCUDAManaged, 0}, shape, {}, false, nullptr, nullptr);
   void* memory = nullptr;
-  check(cudaMallocManaged(&memory, bytes, cudaMemAttachGlobal), bytes_call("cudaMallocManaged", bytes));
+  throw_on_error(cudaMallocManaged(&memory, bytes, cudaMemAttachGlobal), bytes_call("cudaMallocManaged", bytes));
   if (type.is_subbyte()) {
     if (const cudaError_t status = cudaMemset(memory, 0, bytes); status != cudaSuccess) {
       release_managed(memory);
-      check(status, bytes_call("cudaMemset", bytes));
+      throw_on_error(status, bytes_call("cudaMemset", bytes));
     }
   }
   return tensor::adopt(memory, type, {kDLCUDAManaged, 0}, shape, {}, false, release_managed, memory);
@@ -104,7 +104,7 @@ device pointer_device(const void* p) {
     (void)cudaGetLastError();
     char address[32];
     std::snprintf(address, sizeof address, "%p", p);
-    check(status, std::string("cudaPointerGetAttributes(") + address + ")");
+    throw_on_error(status, std::string("cudaPointerGetAttributes(") + address + ")");
   }
   switch (attributes.type) {
     case cudaMemoryTypeDevice: return {kDLCUDA, attributes.device};

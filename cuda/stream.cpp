@@ -23,7 +23,7 @@ bool same_stream(stream_t a, stream_t b) noexcept { return stream_to_int(a) == s
 int current_device() {
   require_device();
   int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice()");
+  throw_on_error(cudaGetDevice(&device), "cudaGetDevice()");
   return device;
 }
 
@@ -31,7 +31,7 @@ device_guard::device_guard(int device) {
   if (device < 0) return;
   const int previous = current_device();
   if (previous == device) return;
-  check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  throw_on_error(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   previous_ = previous;
 }
 
@@ -41,7 +41,7 @@ device_guard::~device_guard() {
 
 stream::stream(bool non_blocking) {
   require_device();
-  check(cudaStreamCreateWithFlags(&handle_, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault),
+  throw_on_error(cudaStreamCreateWithFlags(&handle_, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault),
         non_blocking ? "cudaStreamCreateWithFlags(cudaStreamNonBlocking)" : "cudaStreamCreateWithFlags(cudaStreamDefault)");
 }
 
@@ -58,7 +58,7 @@ void stream::synchronize() const { cuda_runtime::synchronize(handle_); }
 
 event::event() {
   require_device();
-  check(cudaEventCreateWithFlags(&handle_, cudaEventDisableTiming), "cudaEventCreateWithFlags(cudaEventDisableTiming)");
+  throw_on_error(cudaEventCreateWithFlags(&handle_, cudaEventDisableTiming), "cudaEventCreateWithFlags(cudaEventDisableTiming)");
 }
 
 event::~event() {
@@ -70,7 +70,7 @@ event& event::operator=(event&& o) noexcept {
   return *this;
 }
 
-void event::record(stream_t s) { check(cudaEventRecord(handle_, s), "cudaEventRecord()"); }
+void event::record(stream_t s) { throw_on_error(cudaEventRecord(handle_, s), "cudaEventRecord()"); }
 
 bool event::ready() const {
   const cudaError_t status = cudaEventQuery(handle_);
@@ -78,15 +78,15 @@ bool event::ready() const {
     (void)cudaGetLastError();  // not an error: clear it
     return false;
   }
-  check(status, "cudaEventQuery()");
+  throw_on_error(status, "cudaEventQuery()");
   return true;
 }
 
-void event::synchronize() const { check(cudaEventSynchronize(handle_), "cudaEventSynchronize()"); }
+void event::synchronize() const { throw_on_error(cudaEventSynchronize(handle_), "cudaEventSynchronize()"); }
 
 void wait(stream_t waiter, const event& e) {
   require_device();
-  check(cudaStreamWaitEvent(waiter, e.get(), 0), "cudaStreamWaitEvent()");
+  throw_on_error(cudaStreamWaitEvent(waiter, e.get(), 0), "cudaStreamWaitEvent()");
 }
 
 void order_after(stream_t consumer, stream_t producer) {
@@ -99,7 +99,7 @@ void order_after(stream_t consumer, stream_t producer) {
 
 void synchronize(stream_t s) {
   require_device();
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize()");
+  throw_on_error(cudaStreamSynchronize(s), "cudaStreamSynchronize()");
 }
 
 }  // namespace dlb::cuda_runtime

@@ -119,6 +119,8 @@ using dlb::stride_volume;
 using dlb::is_empty;
 using dlb::is_c_contiguous;
 using dlb::is_f_contiguous;
+using dlb::is_dense;
+using dlb::is_non_overlapping;
 using dlb::c_strides;
 using dlb::byte_extent;
 using dlb::byte_span;
@@ -151,7 +153,7 @@ using dlb::import_error;
 using dlb::import_failure;
 using dlb::validate_version;
 using dlb::validate;
-using dlb::any;
+using dlb::any_extent;
 using dlb::memory_order;
 using dlb::requirements;
 using dlb::check;
@@ -175,7 +177,7 @@ using dlb::keeper;
 using dlb::allocation_alignment;
 using dlb::tensor;
 
-// dlbridge/copy.hpp
+// dlbridge/host_copy.hpp
 using dlb::copy_strided;
 using dlb::cast_strided;
 using dlb::astype;
@@ -185,7 +187,6 @@ using dlb::copy;
 
 // dlbridge/element.hpp: the small float formats.
 export namespace dlb::formats {
-using dlb::formats::k;
 using dlb::formats::float16;
 using dlb::formats::bfloat16;
 using dlb::formats::float8_e3m4;

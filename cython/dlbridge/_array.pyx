@@ -34,7 +34,7 @@ from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp
 from dlbridge._types import DeviceType
 
 
-cdef extern from "dlbridge/devices.hpp" namespace "dlb::python":
+cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
     cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error
     void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
     cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
@@ -122,7 +122,7 @@ cdef _require_host(Array a, str what):
 
 cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
                         cpp.cuda_stream stream=cpp.legacy_default_stream) except *:
-    """A C-contiguous copy of `t` on `where` as `type` (see devices.hpp: copy_to);
+    """A C-contiguous copy of `t` on `where` as `type` (see backend.hpp: copy_to);
     the GIL is released for large copies and for any work on a GPU."""
     cdef cpp.tensor out
     if t.nbytes() > _nogil_bytes or t.get_device().type != cpp.kDLCPU or where.type != cpp.kDLCPU:

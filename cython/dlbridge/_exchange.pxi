@@ -20,7 +20,7 @@ cdef extern from "Python.h":
     PyObject* _PyType_Lookup(PyTypeObject* type, PyObject* name)
 
 
-# dlbridge's work stream on a CUDA device: the array rule of devices.hpp makes
+# dlbridge's work stream on a CUDA device: the array rule of backend.hpp makes
 # every array ready in the order of the device's legacy default stream. It is
 # reported as cudaStreamLegacy, the handle 0x1, not as NULL: NULL means the
 # per-thread default stream in code built with --default-stream per-thread,

@@ -11,11 +11,13 @@ cdef object _index_int(k):
                      f"got {type(k).__name__}")
 
 
-cdef Array _index(Array a, key):
-    """Basic indexing: ints, slices (any step), Ellipsis and None; a view."""
+cdef tuple _parse_key(key, int ndim):
+    """The key as a tuple, after the checks that need no extent: at most one
+    Ellipsis, no more ints and slices than `ndim` axes, and a result within
+    max_ndim axes (checked before any axis is written). Returns the key and
+    the number of axes its Ellipsis (or its end) stands for."""
     if not isinstance(key, tuple):
         key = (key,)
-    cdef int ndim = a.t.ndim()
     cdef Py_ssize_t ints = 0, slices = 0, added = 0, ellipses = 0
     for k in key:
         if k is Ellipsis:
@@ -31,18 +33,46 @@ cdef Array _index(Array a, key):
         raise IndexError("an index can only have a single Ellipsis")
     if ints + slices > ndim:
         raise IndexError(f"too many indices: the array is {ndim}-dimensional, but {ints + slices} were indexed")
-    # Every axis survives but those an int takes; each None adds one. Checked
-    # before any axis is written, so every key form stays within max_ndim.
+    # Every axis survives but those an int takes; each None adds one.
     if ndim - ints + added > cpp.max_ndim:
         raise IndexError(f"the result would have {ndim - ints + added} axes; at most {cpp.max_ndim} are allowed")
+    return key, ndim - ints - slices
+
+
+cdef int64_t _int_offset(k, int64_t n, int axis) except -1:
+    """Elements from the start of an axis of extent `n` to index `k`
+    (negative counts from the end)."""
+    cdef int64_t i = _index_int(k)
+    if i < -n or i >= n:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+    return i + n if i < 0 else i
+
+
+cdef int64_t _sliced_stride(step, int64_t stride, int64_t length, int axis) except? -1:
+    """The stride of an axis sliced with `step`; it must fit in int64 unless
+    the slice keeps one element at most (then the step is irrelevant)."""
+    new_stride = step * stride
+    if -2**63 <= new_stride < 2**63:
+        return new_stride
+    if length > 1:
+        raise ValueError(f"slicing axis {axis} with step {step} needs a stride of {new_stride} "
+                         f"elements, which does not fit in int64")
+    return stride
+
+
+cdef Array _index(Array a, key):
+    """Basic indexing: ints, slices (any step), Ellipsis and None; a view."""
+    cdef int ndim = a.t.ndim()
+    cdef Py_ssize_t spanned
+    key, spanned = _parse_key(key, ndim)
     cdef int64_t[64] dims
     cdef int64_t[64] steps
     cdef int out = 0
     cdef int axis = 0
-    cdef int64_t offset = 0, n, i, start, length
+    cdef int64_t offset = 0, length
     for k in key:
         if k is Ellipsis:
-            for _ in range(ndim - ints - slices):
+            for _ in range(spanned):
                 dims[out] = a.t.shape(axis)
                 steps[out] = a.t.stride(axis)
                 out += 1
@@ -52,28 +82,16 @@ cdef Array _index(Array a, key):
             steps[out] = 0
             out += 1
         elif isinstance(k, slice):
-            n = a.t.shape(axis)
-            py_start, py_stop, py_step = k.indices(n)
-            length = len(range(py_start, py_stop, py_step))
-            start = py_start
-            new_stride = py_step * a.t.stride(axis)
-            if not -2**63 <= new_stride < 2**63:
-                if length > 1:
-                    raise ValueError(f"slicing axis {axis} with step {py_step} needs a stride of {new_stride} "
-                                     f"elements, which does not fit in int64")
-                new_stride = a.t.stride(axis)  # one element: the step is irrelevant, and too big for int64
+            start, stop, step = k.indices(a.t.shape(axis))
+            length = len(range(start, stop, step))
             if length > 0:
-                offset += start * a.t.stride(axis)
+                offset += <int64_t>start * a.t.stride(axis)
             dims[out] = length
-            steps[out] = new_stride
+            steps[out] = _sliced_stride(step, a.t.stride(axis), length, axis)
             out += 1
             axis += 1
         else:
-            n = a.t.shape(axis)
-            i = _index_int(k)
-            if i < -n or i >= n:
-                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
-            offset += (i + n if i < 0 else i) * a.t.stride(axis)
+            offset += _int_offset(k, a.t.shape(axis), axis) * a.t.stride(axis)
             axis += 1
     while axis < ndim:
         dims[out] = a.t.shape(axis)
@@ -82,6 +100,7 @@ cdef Array _index(Array a, key):
         axis += 1
     cdef cpp.extents_t new_shape = cpp.extents_t(dims, out)
     cdef cpp.extents_t new_strides = cpp.extents_t(steps, out)
+    # Packed elements share bytes: a view must start at byte 0 and stay packed.
     if a.t.type().is_subbyte() and (offset != 0 or not cpp.is_c_contiguous(new_shape, new_strides)):
         raise TypeError(f"packed {a.dtype.name} arrays only support indexing that keeps them "
                         f"contiguous from the first element; convert to a wider dtype first")

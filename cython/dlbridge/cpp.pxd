@@ -203,8 +203,8 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
     cdef cppclass import_failure:
         const import_error& error()
 
-    # A wildcard extent in requirements.shape (dlb::any in C++).
-    const int64_t any_extent "dlb::any"
+    # A wildcard extent in requirements.shape and dlb::shape<...>.
+    const int64_t any_extent "dlb::any_extent"
 
     cdef enum class memory_order "dlb::memory_order":
         none
@@ -249,7 +249,7 @@ cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
     cdef cppclass cuda_managed "dlb::cuda_managed":
         pass
     # dlb::ndim<N> for the usual N. Other counts and dlb::shape<...> are
-    # declared the same way: cdef cppclass shape_any_3 "dlb::shape<dlb::any, 3>"
+    # declared the same way: cdef cppclass shape_any_3 "dlb::shape<dlb::any_extent, 3>"
     cdef cppclass ndim0 "dlb::ndim<0>":
         pass
     cdef cppclass ndim1 "dlb::ndim<1>":
@@ -382,7 +382,7 @@ cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:
     cbool fits(dtype, const scalar&)
 
 
-cdef extern from "dlbridge/copy.hpp" namespace "dlb" nogil:
+cdef extern from "dlbridge/host_copy.hpp" namespace "dlb" nogil:
     tensor astype(const tensor&, dtype) except +raise_python_error
     tensor copy(const tensor&) except +raise_python_error
 

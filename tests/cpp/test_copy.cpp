@@ -1,4 +1,4 @@
-// dlbridge/copy.hpp: the strided copy and cast engine, checked against a naive
+// dlbridge/host_copy.hpp: the strided copy and cast engine, checked against a naive
 // element-by-element reference loop.
 #include <doctest/doctest.h>
 
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "dlbridge/copy.hpp"
+#include "dlbridge/host_copy.hpp"
 
 namespace {
 using vec = std::vector<std::int64_t>;
@@ -127,13 +127,11 @@ TEST_CASE("copy: the tiled axis of a plan whose source stride is INT64_MIN") {
   // A source axis of extent 2 and stride INT64_MIN (1-byte elements; its span
   // is wider than int64, which validate() accepts) is walked least closely:
   // its magnitude is 2^63, not negative (UBSan before the fix).
-  dlb::detail::copy_plan p;
-  p.ndim = 2;
-  p.extent = {2, 8};
-  p.dst = {8, 1};
-  p.src = {std::numeric_limits<std::int64_t>::min(), 2};
+  constexpr auto int64_min = std::numeric_limits<std::int64_t>::min();
+  dlb::detail::strided_plan p{.ndim = 2, .extent = {2, 8}, .dst = {8, 1}, .src = {int64_min, 2}};
   CHECK(dlb::detail::tile_axis(p) == -1);
-  p.src = {1, std::numeric_limits<std::int64_t>::min()};
+  p.src[0] = 1;
+  p.src[1] = int64_min;
   CHECK(dlb::detail::tile_axis(p) == 0);
 }
 

@@ -1,5 +1,5 @@
-// dlbridge/layout.hpp: element counts, contiguity, strides, byte spans and
-// axis coalescing.
+// dlbridge/layout.hpp: element counts, contiguity, density, strides, byte
+// spans, axis coalescing and the copy plan.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -97,6 +97,37 @@ TEST_CASE("layout: empty arrays are contiguous whatever their strides") {
   CHECK(dlb::is_c_contiguous(vec{3, 0, 2}, vec{-7, 0, 99}));
   CHECK(dlb::is_f_contiguous(vec{3, 0, 2}, vec{-7, 0, 99}));
   CHECK(dlb::is_f_contiguous(vec{0, 4}, vec{1, 1}));
+}
+
+TEST_CASE("layout: dense layouts fill one block exactly, in any order and direction") {
+  CHECK(dlb::is_dense(vec{2, 3}, vec{3, 1}));
+  CHECK(dlb::is_dense(vec{2, 3}, vec{1, 2}));        // Fortran order
+  CHECK(dlb::is_dense(vec{2, 3, 4}, vec{1, -8, 2}));  // permuted, one axis reversed
+  CHECK(dlb::is_dense(vec{1, 5}, vec{0, -1}));       // extent-1 strides are free
+  CHECK(dlb::is_dense(vec{}, vec{}));
+  CHECK(dlb::is_dense(vec{0, 3}, vec{7, 7}));        // empty
+  CHECK_FALSE(dlb::is_dense(vec{4}, vec{2}));        // a gap
+  CHECK_FALSE(dlb::is_dense(vec{4}, vec{0}));        // a broadcast
+  CHECK_FALSE(dlb::is_dense(vec{2, 3}, vec{4, 1}));  // a gap between rows
+  CHECK_FALSE(dlb::is_dense(vec{2, 2}, vec{1, 1}));  // two axes on one stride
+  // |INT64_MIN| is 2^63: no int64 negation, and such an axis is dense only
+  // outermost, over 2^63 elements, which no extent reaches here.
+  CHECK_FALSE(dlb::is_dense(vec{2, 2}, vec{i64min, 1}));
+}
+
+TEST_CASE("layout: non-overlapping is std::layout_stride's test") {
+  CHECK(dlb::is_non_overlapping(vec{3, 4}, vec{4, 1}));
+  CHECK(dlb::is_non_overlapping(vec{3, 4}, vec{1, 3}));
+  CHECK(dlb::is_non_overlapping(vec{3, 4}, vec{10, -2}));  // gaps, a reversed axis
+  CHECK(dlb::is_non_overlapping(vec{5, 1}, vec{1, 0}));
+  CHECK(dlb::is_non_overlapping(vec{0, 4}, vec{0, 0}));
+  CHECK(dlb::is_non_overlapping(vec{2, 2}, vec{i64min, 1}));
+  CHECK_FALSE(dlb::is_non_overlapping(vec{3, 4}, vec{2, 1}));
+  CHECK_FALSE(dlb::is_non_overlapping(vec{3}, vec{0}));
+  CHECK_FALSE(dlb::is_non_overlapping(vec{2, 2, 2}, vec{i64min, i64min, 1}));  // the reach passes 2^64
+  // Sufficient, not necessary: (2, 3) strides over (2, 2) interleave without
+  // sharing an element, and are refused.
+  CHECK_FALSE(dlb::is_non_overlapping(vec{2, 2}, vec{2, 3}));
 }
 
 TEST_CASE("layout: c_strides") {
@@ -327,6 +358,27 @@ TEST_CASE("layout: coalesce of strides whose span is wider than int64") {
     CHECK(first.ndim == 2);
     CHECK(first.s0 == vec{-quarter, quarter});
   }
+}
+
+TEST_CASE("layout: a strided plan, and its split into bytes") {
+  // 3-byte elements, a transposing copy of a (3, 5) array: C-order
+  // destination, Fortran-order source; then a fill (no source strides).
+  auto p = dlb::detail::make_strided_plan(vec{3, 5}, vec{5, 1}, vec{1, 3});
+  CHECK(p.ndim == 2);
+  CHECK(p.count == 15);
+  dlb::detail::split_into_bytes(p, 3);
+  CHECK(p.ndim == 3);
+  CHECK(p.count == 45);
+  CHECK(vec(p.extent, p.extent + 3) == vec{3, 5, 3});
+  CHECK(vec(p.dst, p.dst + 3) == vec{15, 3, 1});
+  CHECK(vec(p.src, p.src + 3) == vec{3, 9, 1});
+  auto fill = dlb::detail::make_strided_plan(vec{4, 2}, vec{2, 1}, {});
+  CHECK(fill.ndim == 1);
+  CHECK(fill.src[0] == 0);
+  dlb::detail::split_into_bytes(fill, 4);  // the element's bytes chain in the destination only
+  CHECK(fill.ndim == 2);
+  CHECK(vec(fill.dst, fill.dst + 2) == vec{4, 1});
+  CHECK(vec(fill.src, fill.src + 2) == vec{0, 1});
 }
 
 TEST_CASE("check_shape: the one rule for every array's shape, naming the defect") {

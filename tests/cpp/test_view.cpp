@@ -21,7 +21,7 @@
 
 namespace {
 using vec = std::vector<std::int64_t>;
-using dlb::any;
+using dlb::any_extent;
 const dlb::dtype f32{dlb::kDLFloat, 32}, i32{dlb::kDLInt, 32};
 
 // A DLTensor (and the same thing as a dlb::tensor) to break one field at a time.
@@ -121,7 +121,7 @@ template <class V>
 constexpr bool plain = std::is_trivially_copyable_v<V> && std::is_standard_layout_v<V>;
 static_assert(plain<dlb::view<float, ndim<2>>>);
 static_assert(plain<dlb::view<const double, shape<3, 4>, c_contig, cuda>>);
-static_assert(plain<dlb::view<std::int8_t, shape<any, 4, any>, ro, cuda_managed>>);
+static_assert(plain<dlb::view<std::int8_t, shape<any_extent, 4, any_extent>, ro, cuda_managed>>);
 static_assert(plain<dlb::view<bool, ndim<0>>>);
 static_assert(plain<dlb::view<std::complex<float>, shape<>, f_contig>>);
 
@@ -129,15 +129,15 @@ static_assert(plain<dlb::view<std::complex<float>, shape<>, f_contig>>);
 // int64 per extent the type leaves open.
 constexpr std::size_t base2 = sizeof(float*) + 2 * sizeof(std::int64_t) + sizeof(dlb::device);
 static_assert(sizeof(dlb::view<float, shape<3, 4>>) == base2);
-static_assert(sizeof(dlb::view<float, shape<any, 4>>) == base2 + sizeof(std::int64_t));
-static_assert(sizeof(dlb::view<float, shape<any, any>>) == base2 + 2 * sizeof(std::int64_t));
+static_assert(sizeof(dlb::view<float, shape<any_extent, 4>>) == base2 + sizeof(std::int64_t));
+static_assert(sizeof(dlb::view<float, shape<any_extent, any_extent>>) == base2 + 2 * sizeof(std::int64_t));
 static_assert(sizeof(dlb::view<float, ndim<2>>) == base2 + 2 * sizeof(std::int64_t));
 static_assert(sizeof(dlb::view<float, ndim<0>>) == sizeof(float*) + sizeof(dlb::device));
 
 // What the type says.
-using a = dlb::view<float, shape<any, 3>, c_contig, cuda>;
+using a = dlb::view<float, shape<any_extent, 3>, c_contig, cuda>;
 static_assert(a::rank == 2);
-static_assert(a::static_extents == std::array<std::int64_t, 2>{any, 3});
+static_assert(a::static_extents == std::array<std::int64_t, 2>{any_extent, 3});
 static_assert(a::order == dlb::memory_order::c);
 static_assert(a::has_device && a::device_type == dlb::kDLCUDA);
 static_assert(!a::readonly && std::is_same_v<a::element_type, float>);
@@ -145,7 +145,7 @@ static_assert(a::dtype == dlb::dtype{dlb::kDLFloat, 32});
 static_assert(std::is_same_v<decltype(std::declval<a>()(0, 0)), float&>);
 
 // Constraints in any order; ndim and shape together when they agree.
-using b = dlb::view<const std::int32_t, cuda_host, f_contig, ndim<3>, shape<2, any, 4>>;
+using b = dlb::view<const std::int32_t, cuda_host, f_contig, ndim<3>, shape<2, any_extent, 4>>;
 static_assert(b::rank == 3 && b::order == dlb::memory_order::f && b::device_type == dlb::kDLCUDAHost);
 static_assert(b::readonly && std::is_same_v<b::element_type, const std::int32_t>);
 static_assert(std::is_same_v<b::value_type, std::int32_t>);
@@ -154,7 +154,7 @@ static_assert(std::is_same_v<decltype(std::declval<b>()(0, 0, 0)), const std::in
 // ro is the same as const T.
 using c = dlb::view<double, ndim<1>, ro, any_contig>;
 static_assert(c::readonly && std::is_same_v<c::element_type, const double>);
-static_assert(c::order == dlb::memory_order::any && !c::has_device && c::static_extents[0] == any);
+static_assert(c::order == dlb::memory_order::any && !c::has_device && c::static_extents[0] == any_extent);
 static_assert(dlb::view<float, ndim<1>, cuda_managed>::device_type == dlb::kDLCUDAManaged);
 static_assert(dlb::view<float, ndim<1>, cpu>::device_type == dlb::kDLCPU);
 static_assert(dlb::view<float, ndim<1>>::order == dlb::memory_order::none);
@@ -181,18 +181,18 @@ static_assert(!has_to_mdspan<a>);
 }  // namespace type_properties
 
 TEST_CASE("view: the constraint vocabulary") {
-  CHECK(dlb::any == -1);
-  CHECK(dlb::shape<2, dlb::any, 4>::extents == std::array<std::int64_t, 3>{2, -1, 4});
+  CHECK(dlb::any_extent == -1);
+  CHECK(dlb::shape<2, dlb::any_extent, 4>::extents == std::array<std::int64_t, 3>{2, -1, 4});
   CHECK(dlb::shape<>::extents.empty());
   CHECK(dlb::ndim<5>::value == 5);
   CHECK(dlb::cpu::type == dlb::kDLCPU);
   CHECK(dlb::cuda::type == dlb::kDLCUDA);
   CHECK(dlb::cuda_host::type == dlb::kDLCUDAHost);
   CHECK(dlb::cuda_managed::type == dlb::kDLCUDAManaged);
-  const auto r = dlb::view<const float, dlb::shape<any, 3>, dlb::f_contig, dlb::cuda>::demands();
+  const auto r = dlb::view<const float, dlb::shape<any_extent, 3>, dlb::f_contig, dlb::cuda>::demands();
   CHECK(r.type == f32);
   CHECK(r.ndim == 2);
-  CHECK(vec(r.shape.begin(), r.shape.end()) == vec{any, 3});
+  CHECK(vec(r.shape.begin(), r.shape.end()) == vec{any_extent, 3});
   CHECK(r.order == dlb::memory_order::f);
   CHECK(r.has_device);
   CHECK(r.device_type == dlb::kDLCUDA);
@@ -236,17 +236,17 @@ TEST_CASE("view: C-order indexing, shape, stride, size, data") {
 TEST_CASE("view: static extents are served by the type") {
   std::array<double, 24> buf{};
   std::iota(buf.begin(), buf.end(), 0.0);
-  const dlb::view<double, dlb::shape<2, any, 4>> v(buf.data(), {2, 3, 4});
+  const dlb::view<double, dlb::shape<2, any_extent, 4>> v(buf.data(), {2, 3, 4});
   CHECK(v.shape(0) == 2);
   CHECK(v.shape(1) == 3);
   CHECK(v.shape(2) == 4);
   CHECK(v.stride(0) == 12);
   CHECK(v(1, 2, 3) == 23.0);
-  const dlb::view<double, dlb::shape<any, any, any>> all_open(buf.data(), {4, 3, 2});
+  const dlb::view<double, dlb::shape<any_extent, any_extent, any_extent>> all_open(buf.data(), {4, 3, 2});
   CHECK(all_open.shape(0) == 4);
   CHECK(all_open.shape(2) == 2);
   CHECK(all_open(3, 2, 1) == 23.0);
-  const dlb::view<double, dlb::shape<any, 2, any>> middle(buf.data(), {3, 2, 4});
+  const dlb::view<double, dlb::shape<any_extent, 2, any_extent>> middle(buf.data(), {3, 2, 4});
   CHECK(middle.shape(0) == 3);
   CHECK(middle.shape(1) == 2);
   CHECK(middle.shape(2) == 4);
@@ -335,7 +335,7 @@ TEST_CASE("view: 0-d views") {
 
 TEST_CASE("view: is copied by value") {
   std::array<int, 4> buf{1, 2, 3, 4};
-  const dlb::view<int, dlb::shape<any>> v(buf.data(), {4});
+  const dlb::view<int, dlb::shape<any_extent>> v(buf.data(), {4});
   auto copy = v;
   copy(0) = 9;
   CHECK(v(0) == 9);
@@ -350,7 +350,7 @@ TEST_CASE("view: from a DLTensor and from a tensor") {
   std::vector<float> buf(24);
   std::iota(buf.begin(), buf.end(), 0.f);
   SUBCASE("C order, explicit strides") {
-    auto v = check_accepted<dlb::view<float, dlb::shape<any, 3>, dlb::c_contig, dlb::cpu>>(
+    auto v = check_accepted<dlb::view<float, dlb::shape<any_extent, 3>, dlb::c_contig, dlb::cpu>>(
         {buf.data(), f32, {}, {4, 3}, vec{3, 1}});
     CHECK(v.data() == buf.data());
     CHECK(v.shape(0) == 4);
@@ -417,13 +417,13 @@ TEST_CASE("view: each constraint's refusal, from a DLTensor and from a tensor") 
     check_refused<dlb::view<float, dlb::ndim<2>>>({buf.data(), f32, {}, {2, 3, 4}}, "ndim", -1, "ndim 2", "3");
     check_refused<dlb::view<float, dlb::ndim<0>>>({buf.data(), f32, {}, {4}}, "ndim", -1, "ndim 0", "1");
     // The rank of a shape<...> is demanded too.
-    check_refused<dlb::view<float, dlb::shape<any, any>>>({buf.data(), f32, {}, {24}}, "ndim", -1, "ndim 2", "1");
+    check_refused<dlb::view<float, dlb::shape<any_extent, any_extent>>>({buf.data(), f32, {}, {24}}, "ndim", -1, "ndim 2", "1");
   }
   SUBCASE("shape") {
-    check_refused<dlb::view<float, dlb::shape<any, 3>>>({buf.data(), f32, {}, {3, 4}}, "shape", 1, "extent 3", "4");
-    check_refused<dlb::view<float, dlb::shape<2, any, 4>>>({buf.data(), f32, {}, {3, 2, 4}}, "shape", 0, "extent 2",
+    check_refused<dlb::view<float, dlb::shape<any_extent, 3>>>({buf.data(), f32, {}, {3, 4}}, "shape", 1, "extent 3", "4");
+    check_refused<dlb::view<float, dlb::shape<2, any_extent, 4>>>({buf.data(), f32, {}, {3, 2, 4}}, "shape", 0, "extent 2",
                                                            "3");
-    check_refused<dlb::view<float, dlb::shape<2, any, 4>, dlb::ndim<3>>>({buf.data(), f32, {}, {2, 3, 3}}, "shape", 2,
+    check_refused<dlb::view<float, dlb::shape<2, any_extent, 4>, dlb::ndim<3>>>({buf.data(), f32, {}, {2, 3, 3}}, "shape", 2,
                                                                          "extent 4", "3");
     check_refused<dlb::view<float, dlb::shape<0>>>({buf.data(), f32, {}, {24}}, "shape", 0, "extent 0", "24");
   }
@@ -503,7 +503,7 @@ TEST_CASE("view: each constraint's refusal, from a DLTensor and from a tensor") 
 TEST_CASE("view: the messages read as documented") {
   std::vector<float> buf(12);
   source s{buf.data(), f32, {}, {3, 4}};
-  const auto shape = dlb::view<float, dlb::shape<any, 3>>::check_tensor(s.dltensor());
+  const auto shape = dlb::view<float, dlb::shape<any_extent, 3>>::check_tensor(s.dltensor());
   REQUIRE(shape);
   CHECK(shape->message() == "shape: axis 1: expected extent 3, got 4");
   const auto device = dlb::view<float, dlb::ndim<2>, dlb::cuda>::check_tensor(s.dltensor());
@@ -514,7 +514,7 @@ TEST_CASE("view: the messages read as documented") {
 TEST_CASE("view: dltensor() describes the view, and reads back") {
   std::vector<int> buf(12);
   std::iota(buf.begin(), buf.end(), 0);
-  dlb::view<int, dlb::shape<any, 4>> v(buf.data() + 8, {3, 4}, {-4, 1});
+  dlb::view<int, dlb::shape<any_extent, 4>> v(buf.data() + 8, {3, 4}, {-4, 1});
   std::array<std::int64_t, 2> shape{};
   const dlb::DLTensor t = v.dltensor(shape);
   CHECK(t.data == buf.data() + 8);
@@ -617,7 +617,7 @@ TEST_CASE("view: tensor::empty -> view -> export_versioned -> import -> view") {
   CHECK(m->flags == 0);
   {
     const auto consumer = dlb::tensor::import(m);
-    const auto in = consumer.as<dlb::view<const float, dlb::shape<any, 3>, dlb::any_contig>>();
+    const auto in = consumer.as<dlb::view<const float, dlb::shape<any_extent, 3>, dlb::any_contig>>();
     CHECK(in.data() == out.data());
     CHECK(in.shape(0) == 2);
     CHECK(in(1, 2) == 12.f);

@@ -22,14 +22,14 @@
 #include <vector>
 
 namespace {
-using dlb::any;
+using dlb::any_extent;
 }
 
 TEST_CASE("view/mdspan: to_mdspan() maps every index to the same element") {
   std::vector<int> buf(24);
   std::iota(buf.begin(), buf.end(), 0);
   SUBCASE("C order, static and dynamic extents") {
-    const dlb::view<int, dlb::shape<2, any, 4>> v(buf.data(), {2, 3, 4});
+    const dlb::view<int, dlb::shape<2, any_extent, 4>> v(buf.data(), {2, 3, 4});
     const auto m = v.to_mdspan();
     static_assert(std::is_same_v<decltype(m)::element_type, int>);
     static_assert(decltype(m)::rank() == 3);
@@ -78,7 +78,7 @@ TEST_CASE("view/mdspan: a view of a std::mdspan is checked like a DLTensor") {
   std::iota(buf.begin(), buf.end(), 0.f);
   SUBCASE("layout_right") {
     std::mdspan<float, std::extents<std::size_t, 3, 4>> m(buf.data());
-    const dlb::view<float, dlb::shape<any, 4>, dlb::c_contig> v(m);
+    const dlb::view<float, dlb::shape<any_extent, 4>, dlb::c_contig> v(m);
     CHECK(v.data() == buf.data());
     CHECK(v.shape(0) == 3);
     CHECK(v.stride(0) == 4);
@@ -115,7 +115,7 @@ TEST_CASE("view/mdspan: a view of a std::mdspan is checked like a DLTensor") {
   SUBCASE("a static extent that differs") {
     std::mdspan<float, std::extents<std::size_t, 3, 4>> m(buf.data());
     try {
-      (void)dlb::view<float, dlb::shape<any, 3>>(m);
+      (void)dlb::view<float, dlb::shape<any_extent, 3>>(m);
       FAIL("a (3, 4) mdspan was accepted as (any, 3)");
     } catch (const dlb::import_failure& e) {
       CHECK(e.error().message() == "shape: axis 1: expected extent 3, got 4");

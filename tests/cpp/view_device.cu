@@ -9,8 +9,8 @@
 #include "dlbridge/view.hpp"
 
 namespace {
-using dlb::any;
-using out_view = dlb::view<float, dlb::shape<any, 3>, dlb::cuda>;
+using dlb::any_extent;
+using out_view = dlb::view<float, dlb::shape<any_extent, 3>, dlb::cuda>;
 using in_view = dlb::view<const float, dlb::ndim<2>, dlb::c_contig, dlb::cuda>;
 using flag_view = dlb::view<std::int32_t, dlb::ndim<0>, dlb::cuda_managed>;
 }  // namespace

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "dlbridge/copy.hpp"
+#include "dlbridge/host_copy.hpp"
 #include "dlbridge/cuda/all.hpp"
 #include "gpu_test.hpp"
 #include "layouts.hpp"

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "dlbridge/copy.hpp"
+#include "dlbridge/host_copy.hpp"
 #include "dlbridge/cuda/detail/strided.hpp"
 #include "dlbridge/element.hpp"
 #include "layouts.hpp"
@@ -57,7 +57,7 @@ void replay_words(const cd::strided_plan& p, void* dst, const void* src, bool ti
 enum class path { memcpy, general, tiles, bytes };
 path replay_copy(const std::vector<std::int64_t>& shape, std::size_t itemsize, const void* src, const layout& sl,
                  void* dst, const layout& dl) {
-  auto plan = cd::make_plan(shape, dl.strides, sl.strides);
+  auto plan = cd::make_strided_plan(shape, dl.strides, sl.strides);
   if (plan.count == 0) return path::memcpy;
   if (cd::is_memcpy(plan)) {
     std::memcpy(dst, src, std::size_t(plan.count) * itemsize);
@@ -99,28 +99,28 @@ struct buffers {
 TEST_CASE("plans coalesce in the destination's order, and contiguous copies become one memcpy") {
   const std::vector<std::int64_t> shape{4, 5, 6};
   const auto c = dlb_test::c_order(shape);
-  auto p = cd::make_plan(shape, c.strides, c.strides);
+  auto p = cd::make_strided_plan(shape, c.strides, c.strides);
   CHECK(p.ndim == 1);
   CHECK(p.count == 120);
   CHECK(cd::is_memcpy(p));
   const auto t = dlb_test::transposed(shape);
-  p = cd::make_plan(shape, c.strides, t.strides);
+  p = cd::make_strided_plan(shape, c.strides, t.strides);
   CHECK(p.ndim == 3);
   CHECK(!cd::is_memcpy(p));
   // A zero-size axis is never planned; a single element is ndim 0.
   const std::vector<std::int64_t> one{1, 1};
-  p = cd::make_plan(one, std::vector<std::int64_t>{7, 3}, std::vector<std::int64_t>{-2, 5});
+  p = cd::make_strided_plan(one, std::vector<std::int64_t>{7, 3}, std::vector<std::int64_t>{-2, 5});
   CHECK(p.ndim == 0);
   CHECK(cd::is_memcpy(p));
 }
 
 TEST_CASE("2-D and batched transposes take the tiled path; small or non-transposing layouts do not") {
   const std::vector<std::int64_t> square{64, 48}, batched{3, 40, 33}, small{8, 8};
-  CHECK(cd::use_tiles(cd::make_plan(square, dlb_test::c_order(square).strides, dlb_test::transposed(square).strides)));
-  CHECK(cd::use_tiles(cd::make_plan(batched, dlb_test::c_order(batched).strides, dlb_test::transposed(batched).strides)));
-  CHECK(!cd::use_tiles(cd::make_plan(small, dlb_test::c_order(small).strides, dlb_test::transposed(small).strides)));
-  CHECK(!cd::use_tiles(cd::make_plan(square, dlb_test::c_order(square).strides, dlb_test::c_order(square).strides)));
-  const auto g = cd::make_tile_grid(cd::make_plan(batched, dlb_test::c_order(batched).strides, dlb_test::transposed(batched).strides));
+  CHECK(cd::use_tiles(cd::make_strided_plan(square, dlb_test::c_order(square).strides, dlb_test::transposed(square).strides)));
+  CHECK(cd::use_tiles(cd::make_strided_plan(batched, dlb_test::c_order(batched).strides, dlb_test::transposed(batched).strides)));
+  CHECK(!cd::use_tiles(cd::make_strided_plan(small, dlb_test::c_order(small).strides, dlb_test::transposed(small).strides)));
+  CHECK(!cd::use_tiles(cd::make_strided_plan(square, dlb_test::c_order(square).strides, dlb_test::c_order(square).strides)));
+  const auto g = cd::make_tile_grid(cd::make_strided_plan(batched, dlb_test::c_order(batched).strides, dlb_test::transposed(batched).strides));
   CHECK(g.batches == 3);
   CHECK(g.row_tiles == 2);
   CHECK(g.col_tiles == 2);
@@ -181,7 +181,7 @@ TEST_CASE("the cast kernels, replayed, match dlb::cast_strided for every pair of
         const auto* src = b.s() + element_offset(from, sl.offset);
         dlb::cast_strided(shape, from, src, sl.strides, to, b.e() + element_offset(to, dl.offset), dl.strides);
         auto* dst = b.d() + element_offset(to, dl.offset);
-        const auto plan = cd::make_plan(shape, dl.strides, sl.strides);
+        const auto plan = cd::make_strided_plan(shape, dl.strides, sl.strides);
         const auto from_size = std::int64_t(from.bits) * from.lanes / 8, to_size = std::int64_t(to.bits) * to.lanes / 8;
         const auto read = [&](std::int64_t s) {
           return from.is_subbyte() ? dlb::load(from, src, s) : dlb::load(from, src + s * from_size);
@@ -219,7 +219,7 @@ TEST_CASE("the fill kernel's byte-by-byte fallback for unaligned memory writes t
   const std::int64_t first = 1 + 16 * 4;  // byte offset of element (0, 0): odd, so unaligned
   const std::vector<std::int64_t> zero{0, 0};
   dlb::copy_strided(shape, dlb::dtype_of<std::uint32_t>, value, zero, expected.data() + first, strides);
-  auto plan = cd::make_plan(shape, strides, {});
+  auto plan = cd::make_strided_plan(shape, strides, {});
   REQUIRE(!cd::is_word_aligned(plan, got.data() + first, nullptr, 4));
   for (int k = 0; k < 4; ++k) {
     auto part = plan;

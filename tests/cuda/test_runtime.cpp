@@ -26,17 +26,17 @@ TEST_CASE("error_message names the call, the error and its description") {
   CHECK(cr::error_message("f()", 99999).rfind("f(): ", 0) == 0);  // unknown codes still read
 }
 
-TEST_CASE("check throws cuda_error with the message and the code, and is silent on success") {
-  CHECK_NOTHROW(cr::check(cudaSuccess, "cudaFree(0x0)"));
+TEST_CASE("throw_on_error throws cuda_error with the message and the code, and is silent on success") {
+  CHECK_NOTHROW(cr::throw_on_error(cudaSuccess, "cudaFree(0x0)"));
   try {
-    cr::check(cudaErrorMemoryAllocation, "cudaMallocAsync(1024 bytes)");
+    cr::throw_on_error(cudaErrorMemoryAllocation, "cudaMallocAsync(1024 bytes)");
     FAIL("no exception");
   } catch (const dlb::cuda_error& e) {
     CHECK(std::string(e.what()) == "cudaMallocAsync(1024 bytes): cudaErrorMemoryAllocation: out of memory");
     CHECK(e.code() == cudaErrorMemoryAllocation);
   }
   // A cuda_error is a std::runtime_error; cuda_unavailable is a cuda_error.
-  CHECK_THROWS_WITH_AS(cr::check(cudaErrorInvalidValue, "x"), "x: cudaErrorInvalidValue: invalid argument",
+  CHECK_THROWS_WITH_AS(cr::throw_on_error(cudaErrorInvalidValue, "x"), "x: cudaErrorInvalidValue: invalid argument",
                        std::runtime_error);
   static_assert(std::is_base_of_v<dlb::cuda_error, dlb::cuda_unavailable>);
 }

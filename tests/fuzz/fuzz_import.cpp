@@ -42,7 +42,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dlbridge/copy.hpp"
+#include "dlbridge/host_copy.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/validate.hpp"
 
@@ -320,7 +320,7 @@ void plan_copy(const DLTensor& t, std::int64_t count) {
   std::int64_t c_order[dlb::max_ndim];
   dlb::c_strides(shape, {c_order, ndim});
   const dlb::extents_t strides(t.strides ? t.strides : c_order, ndim);
-  const auto plan = dlb::detail::make_copy_plan(shape, {c_order, ndim}, strides);
+  const auto plan = dlb::detail::make_strided_plan(shape, {c_order, ndim}, strides);
   wide planned{1};
   for (std::int32_t i = 0; i < plan.ndim; ++i) planned = planned * plan.extent[std::size_t(i)];
   expect(planned.fits_int64() && planned.v == count, "the copy plan changed the element count");

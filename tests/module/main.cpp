@@ -28,7 +28,7 @@ int main() {
   dlb::tensor t = dlb::tensor::empty(shape, dlb::dtype_of<float>);
   expect(t.size() == 6 && t.is_c_contiguous() && t.device() == dlb::device{dlb::kDLCPU},
          "tensor::empty(2x3 float32)");
-  auto v = t.as<dlb::view<float, dlb::shape<2, dlb::any>, dlb::c_contig, dlb::cpu>>();
+  auto v = t.as<dlb::view<float, dlb::shape<2, dlb::any_extent>, dlb::c_contig, dlb::cpu>>();
   for (std::int32_t i = 0; i < 2; ++i)
     for (std::int32_t j = 0; j < 3; ++j) v(i, j) = float(10 * i + j);
   expect(v.shape(1) == 3 && v.stride(0) == 3 && static_cast<float*>(t.data())[4] == 11.0f, "view writes");

@@ -1,7 +1,7 @@
 // dlbridge: the whole C++ API.
 #pragma once
 
-#include "dlbridge/copy.hpp"
+#include "dlbridge/host_copy.hpp"
 #include "dlbridge/device.hpp"
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/dtype.hpp"

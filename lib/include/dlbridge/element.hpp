@@ -65,14 +65,19 @@ struct float_format {
 };
 
 namespace formats {
-using k = float_format::specials;
-inline constexpr float_format float16{5, 10, 15, k::ieee}, bfloat16{8, 7, 127, k::ieee},
-    float8_e3m4{3, 4, 3, k::ieee}, float8_e4m3{4, 3, 7, k::ieee},
-    float8_e4m3b11fnuz{4, 3, 11, k::fnuz}, float8_e4m3fn{4, 3, 7, k::fn},
-    float8_e4m3fnuz{4, 3, 8, k::fnuz}, float8_e5m2{5, 2, 15, k::ieee},
-    float8_e5m2fnuz{5, 2, 16, k::fnuz}, float8_e8m0fnu{8, 0, 127, k::exponent},
-    float6_e2m3fn{2, 3, 1, k::finite}, float6_e3m2fn{3, 2, 3, k::finite},
-    float4_e2m1fn{2, 1, 1, k::finite};
+inline constexpr float_format float16{5, 10, 15, float_format::specials::ieee};
+inline constexpr float_format bfloat16{8, 7, 127, float_format::specials::ieee};
+inline constexpr float_format float8_e3m4{3, 4, 3, float_format::specials::ieee};
+inline constexpr float_format float8_e4m3{4, 3, 7, float_format::specials::ieee};
+inline constexpr float_format float8_e4m3b11fnuz{4, 3, 11, float_format::specials::fnuz};
+inline constexpr float_format float8_e4m3fn{4, 3, 7, float_format::specials::fn};
+inline constexpr float_format float8_e4m3fnuz{4, 3, 8, float_format::specials::fnuz};
+inline constexpr float_format float8_e5m2{5, 2, 15, float_format::specials::ieee};
+inline constexpr float_format float8_e5m2fnuz{5, 2, 16, float_format::specials::fnuz};
+inline constexpr float_format float8_e8m0fnu{8, 0, 127, float_format::specials::exponent};
+inline constexpr float_format float6_e2m3fn{2, 3, 1, float_format::specials::finite};
+inline constexpr float_format float6_e3m2fn{3, 2, 3, float_format::specials::finite};
+inline constexpr float_format float4_e2m1fn{2, 1, 1, float_format::specials::finite};
 }  // namespace formats
 
 // The format of a dtype stored as a small float; nullptr for every other dtype.

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dlbridge/config.hpp"
 #include "dlbridge/dtype.hpp"
 
 namespace dlb {
@@ -45,33 +46,91 @@ using extents_t = std::span<const std::int64_t>;
   return n;
 }
 
+// -- Layout queries ---------------------------------------------------------------
+// Each is written once, over the number of axes and callables giving an axis's
+// extent and stride, so that spans (below) and dlb::view (host and device
+// code, extents partly static) ask the same question the same way.
+namespace detail {
+// A span's values by axis, callable from host and device code alike (a host
+// lambda is not).
+struct by_axis {
+  const std::int64_t* values;
+  DLB_HOST_DEVICE constexpr std::int64_t operator()(std::int32_t axis) const { return values[axis]; }
+};
+
+template <class Extent>
+DLB_HOST_DEVICE constexpr bool has_empty_axis(std::int32_t ndim, Extent extent) {
+  for (std::int32_t i = 0; i < ndim; ++i)
+    if (extent(i) == 0) return true;
+  return false;
+}
+
+// Contiguity in C order (row_major) or Fortran order. Axes of extent 1 are
+// ignored whatever their stride (producers disagree on what to write there),
+// and empty arrays are contiguous.
+template <class Extent, class Stride>
+DLB_HOST_DEVICE constexpr bool is_contiguous(std::int32_t ndim, Extent extent, Stride stride, bool row_major) {
+  if (has_empty_axis(ndim, extent)) return true;
+  std::int64_t expected = 1;
+  for (std::int32_t k = 0; k < ndim; ++k) {
+    const std::int32_t i = row_major ? ndim - 1 - k : k;
+    if (extent(i) == 1) continue;
+    if (stride(i) != expected) return false;
+    expected *= extent(i);
+  }
+  return true;
+}
+
+// Axes sorted by |stride|, innermost first: each must start where the axes
+// inside it end (exactly, for dense layouts) or beyond (non-overlapping).
+// Extent-1 axes are ignored; empty arrays pass.
+constexpr bool axes_nest(extents_t shape, extents_t strides, bool exactly) {
+  if (has_empty_axis(std::int32_t(shape.size()), by_axis{shape.data()})) return true;
+  // |stride| unsigned: a stride may be INT64_MIN.
+  std::array<std::array<std::uint64_t, 2>, max_ndim> axes{};  // |stride|, extent
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] > 1)
+      axes[n++] = {strides[i] < 0 ? 0 - std::uint64_t(strides[i]) : std::uint64_t(strides[i]), std::uint64_t(shape[i])};
+  std::sort(axes.begin(), axes.begin() + std::ptrdiff_t(n));
+  std::uint64_t inner_end = 1;  // one past the inner axes' reach, in elements
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto [magnitude, extent] = axes[i];
+    if (exactly ? magnitude != inner_end : magnitude < inner_end) return false;
+    if (__builtin_mul_overflow(magnitude, extent, &inner_end)) return i + 1 == n;
+  }
+  return true;
+}
+}  // namespace detail
+
 [[nodiscard]] constexpr bool is_empty(extents_t shape) {
-  return std::any_of(shape.begin(), shape.end(), [](auto e) { return e == 0; });
+  return detail::has_empty_axis(std::int32_t(shape.size()), detail::by_axis{shape.data()});
 }
 
-// Row-major contiguity. Axes of extent <= 1 are ignored whatever their stride
-// (producers disagree on what to write there), and empty arrays are contiguous.
+// Row-major contiguity (detail::is_contiguous says which strides count).
 [[nodiscard]] constexpr bool is_c_contiguous(extents_t shape, extents_t strides) {
-  if (is_empty(shape)) return true;
-  std::int64_t expected = 1;
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 1) continue;
-    if (strides[i] != expected) return false;
-    expected *= shape[i];
-  }
-  return true;
+  return detail::is_contiguous(std::int32_t(shape.size()), detail::by_axis{shape.data()},
+                               detail::by_axis{strides.data()}, true);
 }
 
-// Column-major contiguity, with the same rules as is_c_contiguous.
+// Column-major contiguity, by the same rules.
 [[nodiscard]] constexpr bool is_f_contiguous(extents_t shape, extents_t strides) {
-  if (is_empty(shape)) return true;
-  std::int64_t expected = 1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
-    if (strides[i] != expected) return false;
-    expected *= shape[i];
-  }
-  return true;
+  return detail::is_contiguous(std::int32_t(shape.size()), detail::by_axis{shape.data()},
+                               detail::by_axis{strides.data()}, false);
+}
+
+// Whether the elements fill one block exactly, in any axis order and
+// direction (a permutation of C order, strides of any sign): then the byte
+// span holds exactly the elements.
+[[nodiscard]] constexpr bool is_dense(extents_t shape, extents_t strides) {
+  return detail::axes_nest(shape, strides, true);
+}
+
+// Whether no two indices reach the same element, by the test
+// std::layout_stride uses (sufficient, not necessary: interleaved axes such
+// as strides (2, 3) over extents (2, 2) are refused).
+[[nodiscard]] constexpr bool is_non_overlapping(extents_t shape, extents_t strides) {
+  return detail::axes_nest(shape, strides, false);
 }
 
 // Product of the extents with empty axes counted as 1, which c_strides()
@@ -227,5 +286,49 @@ constexpr std::int32_t coalesce(std::int32_t ndim, std::int64_t* shape,
   }
   return out;
 }
+
+namespace detail {
+// The iteration space of a copy, cast or fill, shared by the CPU engine
+// (host_copy.hpp) and the CUDA kernels: coalesced, so axes are in the destination's
+// memory order, outermost first; strides in elements. One spare axis for
+// split_into_bytes. Plain arrays: the kernels take it as a parameter (1.6 KiB).
+struct strided_plan {
+  std::int32_t ndim = 0;
+  std::int64_t count = 0;  // elements
+  std::int64_t extent[max_ndim + 1] = {};
+  std::int64_t dst[max_ndim + 1] = {};
+  std::int64_t src[max_ndim + 1] = {};
+};
+
+// The plan for `shape` (not empty) with the given strides; empty `src_strides`
+// (a fill) means zero strides.
+[[nodiscard]] constexpr strided_plan make_strided_plan(extents_t shape, extents_t dst_strides, extents_t src_strides) {
+  strided_plan p;
+  const auto ndim = std::int32_t(shape.size());
+  p.count = 1;
+  for (std::int32_t i = 0; i < ndim; ++i) {
+    p.extent[i] = shape[std::size_t(i)];
+    p.dst[i] = dst_strides[std::size_t(i)];
+    p.src[i] = src_strides.empty() ? 0 : src_strides[std::size_t(i)];
+    p.count *= p.extent[i];
+  }
+  p.ndim = coalesce<2>(ndim, p.extent, {p.dst, p.src});
+  return p;
+}
+
+// Rewrites a plan over elements of `bytes` bytes as a plan over single bytes
+// (one more, innermost axis): for element sizes no word moves whole, and for
+// addresses that are not word-aligned.
+constexpr void split_into_bytes(strided_plan& p, std::int64_t bytes) {
+  for (std::int32_t axis = 0; axis < p.ndim; ++axis) {
+    p.dst[axis] *= bytes;
+    p.src[axis] *= bytes;
+  }
+  p.extent[p.ndim] = bytes;
+  p.dst[p.ndim] = p.src[p.ndim] = 1;
+  p.count *= bytes;
+  p.ndim = coalesce<2>(p.ndim + 1, p.extent, {p.dst, p.src});
+}
+}  // namespace detail
 
 }  // namespace dlb

@@ -129,7 +129,7 @@ inline std::string describe(dtype t) {
 // -- What a consumer demands ---------------------------------------------------
 
 // A wildcard extent (in requirements and in dlb::shape<...>).
-inline constexpr std::int64_t any = -1;
+inline constexpr std::int64_t any_extent = -1;
 
 enum class memory_order : std::uint8_t { none, c, f, any };
 
@@ -137,7 +137,7 @@ enum class memory_order : std::uint8_t { none, c, f, any };
 struct requirements {
   dtype type;
   std::int32_t ndim = -1;  // -1: any number of axes
-  extents_t shape{};       // one extent or dlb::any per axis; empty: no demand
+  extents_t shape{};       // one extent or dlb::any_extent per axis; empty: no demand
   memory_order order = memory_order::none;
   bool has_device = false;
   DLDeviceType device_type = kDLCPU;
@@ -157,7 +157,7 @@ struct requirements {
   if (r.ndim >= 0 && t.ndim != r.ndim)
     return import_error{"ndim", -1, "ndim " + to_string(r.ndim), to_string(t.ndim)};
   for (std::size_t i = 0; i < r.shape.size() && i < std::size_t(t.ndim); ++i)
-    if (r.shape[i] != any && t.shape[i] != r.shape[i])
+    if (r.shape[i] != any_extent && t.shape[i] != r.shape[i])
       return import_error{"shape", std::int32_t(i), "extent " + to_string(r.shape[i]), to_string(t.shape[i])};
   if (r.order != memory_order::none) {
     // NULL strides mean C order: C-contiguous, and Fortran-contiguous only

@@ -30,7 +30,7 @@ namespace dlb {
 
 template <std::int64_t... Extents>
 struct shape {
-  static_assert(((Extents >= 0 || Extents == any) && ...), "dlb::shape: extents must be >= 0 or dlb::any");
+  static_assert(((Extents >= 0 || Extents == any_extent) && ...), "dlb::shape: extents must be >= 0 or dlb::any_extent");
   static_assert(sizeof...(Extents) <= std::size_t(max_ndim), "dlb::shape: more than 64 axes");
   static constexpr std::array<std::int64_t, sizeof...(Extents)> extents{Extents...};
 };
@@ -120,7 +120,7 @@ struct view_config {
 
   static constexpr std::array<std::int64_t, std::size_t(rank)> extents = [] {
     std::array<std::int64_t, std::size_t(rank)> e{};
-    e.fill(any);
+    e.fill(any_extent);
     ([&] { if constexpr (is_shape<Cs>::value) for (std::size_t i = 0; i < e.size(); ++i) e[i] = Cs::extents[i]; }(), ...);
     return e;
   }();
@@ -147,7 +147,7 @@ struct view_config {
 template <std::int64_t... E>
 struct extent_list {
   DLB_HOST_DEVICE static constexpr std::int64_t at(std::int32_t axis) noexcept {
-    std::int64_t r = any;
+    std::int64_t r = any_extent;
     std::int32_t k = 0;
     ((r = k++ == axis ? E : r), ...);
     return r;
@@ -156,7 +156,7 @@ struct extent_list {
   DLB_HOST_DEVICE static constexpr std::size_t slot(std::int32_t axis) noexcept {
     std::size_t n = 0;
     std::int32_t k = 0;
-    ((n += k++ < axis && E == any), ...);
+    ((n += k++ < axis && E == any_extent), ...);
     return n;
   }
 };
@@ -188,7 +188,7 @@ class view {
   using extent_list = decltype(detail::make_extent_list<config>(std::make_index_sequence<std::size_t(config::rank)>{}));
   static constexpr std::size_t dynamic_count = [] {
     std::size_t n = 0;
-    for (auto e : config::extents) n += e == any;
+    for (auto e : config::extents) n += e == any_extent;
     return n;
   }();
 
@@ -231,10 +231,10 @@ class view {
     if constexpr (rank > 0) {
       for (std::int32_t i = 0; i < rank; ++i) {
         const std::int64_t fixed = extent_list::at(i);
-        assert((fixed == any || shape[std::size_t(i)] == fixed) && "dlb::view: an extent differs from the type's");
+        assert((fixed == any_extent || shape[std::size_t(i)] == fixed) && "dlb::view: an extent differs from the type's");
         strides_[std::size_t(i)] = strides[std::size_t(i)];
         if constexpr (dynamic_count > 0)
-          if (fixed == any) dynamic_[extent_list::slot(i)] = shape[std::size_t(i)];
+          if (fixed == any_extent) dynamic_[extent_list::slot(i)] = shape[std::size_t(i)];
       }
     }
     assert((order != memory_order::c || is_c_contiguous()) && "dlb::view: strides are not C-contiguous");
@@ -261,7 +261,7 @@ class view {
       return extent_list::at(i);
     } else {
       const std::int64_t fixed = extent_list::at(i);
-      return fixed != any ? fixed : dynamic_[extent_list::slot(i)];
+      return fixed != any_extent ? fixed : dynamic_[extent_list::slot(i)];
     }
   }
   // In elements; may be negative or zero.
@@ -274,26 +274,8 @@ class view {
   DLB_HOST_DEVICE constexpr dlb::device device() const noexcept { return device_; }
   // Contiguity as dlb::is_c_contiguous / is_f_contiguous define it: axes of
   // extent 1 are ignored, and an empty view is contiguous.
-  DLB_HOST_DEVICE constexpr bool is_c_contiguous() const noexcept {
-    if (is_empty()) return true;
-    std::int64_t expected = 1;
-    for (std::int32_t i = rank; i-- > 0;) {
-      if (shape(i) == 1) continue;
-      if (stride(i) != expected) return false;
-      expected *= shape(i);
-    }
-    return true;
-  }
-  DLB_HOST_DEVICE constexpr bool is_f_contiguous() const noexcept {
-    if (is_empty()) return true;
-    std::int64_t expected = 1;
-    for (std::int32_t i = 0; i < rank; ++i) {
-      if (shape(i) == 1) continue;
-      if (stride(i) != expected) return false;
-      expected *= shape(i);
-    }
-    return true;
-  }
+  DLB_HOST_DEVICE constexpr bool is_c_contiguous() const noexcept { return is_contiguous(true); }
+  DLB_HOST_DEVICE constexpr bool is_f_contiguous() const noexcept { return is_contiguous(false); }
 
   // v(i, j, ...): the element at that index, one index per axis;
   // bounds-checked when assertions are on.
@@ -344,42 +326,28 @@ class view {
     using extents = std::dextents<std::int64_t, std::size_t(rank)>;
     extents_type e{}, s{};
     for (std::int32_t i = 0; i < rank; ++i) e[std::size_t(i)] = shape(i);
-    if (is_empty()) {
+    if (is_empty(e)) {
       s = c_order(e);  // no element is addressed: any valid strides do
     } else {
-      std::array<std::size_t, std::size_t(rank)> axes{};
-      std::size_t n = 0;
       for (std::size_t i = 0; i < std::size_t(rank); ++i) {
         s[i] = e[i] == 1 ? 1 : stride(std::int32_t(i));
         if (s[i] <= 0) throw std::invalid_argument("dlb::view::to_mdspan: std::layout_stride needs positive strides");
-        if (e[i] == 1) continue;
-        std::size_t j = n++;  // insertion sort of the axes by stride
-        for (; j > 0 && s[axes[j - 1]] > s[i]; --j) axes[j] = axes[j - 1];
-        axes[j] = i;
       }
-      for (std::size_t k = 1; k < n; ++k) {
-        const auto reach = checked_mul(s[axes[k - 1]], e[axes[k - 1]]);
-        if (!reach || s[axes[k]] < *reach)
-          throw std::invalid_argument("dlb::view::to_mdspan: std::layout_stride needs non-overlapping strides");
-      }
+      if (!is_non_overlapping(e, s))
+        throw std::invalid_argument("dlb::view::to_mdspan: std::layout_stride needs non-overlapping strides");
     }
     return mdspan_type(data_, typename mdspan_type::mapping_type(extents(e), s));
   }
 #endif
 
  private:
-  DLB_HOST_DEVICE constexpr bool is_empty() const noexcept {
-    for (std::int32_t i = 0; i < rank; ++i)
-      if (shape(i) == 0) return true;
-    return false;
+  DLB_HOST_DEVICE constexpr bool is_contiguous(bool row_major) const noexcept {
+    return detail::is_contiguous(
+        rank, [this](std::int32_t i) { return shape(i); }, [this](std::int32_t i) { return stride(i); }, row_major);
   }
   static constexpr extents_type c_order(const extents_type& shape) {
     extents_type s{};
-    std::int64_t step = 1;
-    for (std::size_t i = shape.size(); i-- > 0;) {
-      s[i] = step;
-      step *= shape[i] > 1 ? shape[i] : 1;
-    }
+    c_strides(shape, s);
     return s;
   }
   [[nodiscard]] static view unchecked(const DLTensor& t) {

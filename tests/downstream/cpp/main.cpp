@@ -98,7 +98,7 @@ int main() {
 
   // 6. Views check their constraints once, at the boundary, and say which
   //    one failed.
-  try_view<dlb::view<float, dlb::shape<2, dlb::any>, dlb::c_contig, dlb::cpu>>("view<float, shape<2, any>, c_contig, cpu>", a);
+  try_view<dlb::view<float, dlb::shape<2, dlb::any_extent>, dlb::c_contig, dlb::cpu>>("view<float, shape<2, any>, c_contig, cpu>", a);
   try_view<dlb::view<float, dlb::shape<3, 2>>>("view<float, shape<3, 2>>", a);
   try_view<dlb::view<double, dlb::ndim<2>>>("view<double, ndim<2>>", a);
   try_view<dlb::view<float, dlb::ndim<1>>>("view<float, ndim<1>>", a);

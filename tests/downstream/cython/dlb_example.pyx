@@ -28,7 +28,7 @@ ctypedef cpp.view[float, cpp.ndim2, cpp.cpu] matrix_view
 cdef extern from *:
     """
     #include <dlbridge/view.hpp>
-    using points3_view = dlb::view<const double, dlb::shape<dlb::any, 3>, dlb::cpu>;
+    using points3_view = dlb::view<const double, dlb::shape<dlb::any_extent, 3>, dlb::cpu>;
     """
     cdef cppclass points3_view:
         int64_t shape(int32_t)

@@ -1,4 +1,4 @@
-// Moving and converting elements with the GPU: the CUDA twins of copy.hpp's
+// Moving and converting elements with the GPU: the CUDA twins of host_copy.hpp's
 // copy_strided / cast_strided, a fill, and tensor-level copies between host
 // and device memory. Work is queued on the stream given; unless a function
 // says otherwise it returns before the GPU has done it.

@@ -39,7 +39,7 @@ namespace dlb::cuda_runtime {
 [[nodiscard]] std::string error_message(std::string_view call, int code);
 
 // Throws cuda_error(error_message(call, code), code) unless code is 0 (cudaSuccess).
-void check(int code, std::string_view call);
+void throw_on_error(int code, std::string_view call);
 
 // Throws cuda_unavailable unless device_count() > 0. The answer is asked of
 // the runtime once per process (devices do not come and go while it runs).

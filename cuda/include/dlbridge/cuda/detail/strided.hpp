@@ -11,32 +11,11 @@
 
 namespace dlb::cuda_runtime::detail {
 
-// A coalesced layout (see dlb::coalesce): axes ordered by the destination's
-// |stride|, outermost first, so consecutive threads write neighbouring
-// elements. Strides are in elements; a kernel parameter (about 1.5 KiB).
-struct strided_plan {
-  std::int32_t ndim = 0;
-  std::int64_t count = 0;  // elements
-  std::int64_t shape[max_ndim] = {};
-  std::int64_t dst[max_ndim] = {};
-  std::int64_t src[max_ndim] = {};
-};
-
-// The plan for `shape` (not empty) with the given strides; empty `src_strides`
-// (a fill) means zero strides.
-inline strided_plan make_plan(extents_t shape, extents_t dst_strides, extents_t src_strides) {
-  strided_plan p;
-  const auto ndim = std::int32_t(shape.size());
-  p.count = 1;
-  for (std::int32_t i = 0; i < ndim; ++i) {
-    p.shape[i] = shape[i];
-    p.dst[i] = dst_strides[i];
-    p.src[i] = src_strides.empty() ? 0 : src_strides[i];
-    p.count *= shape[i];
-  }
-  p.ndim = coalesce<2>(ndim, p.shape, {p.dst, p.src});
-  return p;
-}
+// The plan (dlb::detail::strided_plan): axes in the destination's memory
+// order, so consecutive threads write neighbouring elements.
+using dlb::detail::make_strided_plan;
+using dlb::detail::split_into_bytes;
+using dlb::detail::strided_plan;
 
 // Whether every element is one run of consecutive elements on both sides, in
 // the same order: a memcpy.
@@ -50,7 +29,7 @@ DLB_HOST_DEVICE inline void offsets(const strided_plan& p, std::int64_t i, std::
   dst = 0;
   src = 0;
   for (std::int32_t axis = p.ndim - 1; axis >= 0; --axis) {
-    const std::int64_t extent = p.shape[axis];
+    const std::int64_t extent = p.extent[axis];
     const std::int64_t q = i / extent, r = i - q * extent;
     dst += r * p.dst[axis];
     src += r * p.src[axis];
@@ -74,7 +53,7 @@ inline bool use_tiles(const strided_plan& p) {
   const std::int32_t r = p.ndim - 2, c = p.ndim - 1;
   const auto magnitude = [](std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); };  // v may be INT64_MIN
   return magnitude(p.dst[c]) == 1 && magnitude(p.src[r]) == 1 && magnitude(p.src[c]) != 1 &&
-         p.shape[r] >= tile_min_extent && p.shape[c] >= tile_min_extent;
+         p.extent[r] >= tile_min_extent && p.extent[c] >= tile_min_extent;
 }
 
 struct tile_grid {
@@ -85,9 +64,9 @@ struct tile_grid {
 
 inline tile_grid make_tile_grid(const strided_plan& p) {
   tile_grid g;
-  for (std::int32_t axis = 0; axis < p.ndim - 2; ++axis) g.batches *= p.shape[axis];
-  g.row_tiles = (p.shape[p.ndim - 2] + tile_dim - 1) / tile_dim;
-  g.col_tiles = (p.shape[p.ndim - 1] + tile_dim - 1) / tile_dim;
+  for (std::int32_t axis = 0; axis < p.ndim - 2; ++axis) g.batches *= p.extent[axis];
+  g.row_tiles = (p.extent[p.ndim - 2] + tile_dim - 1) / tile_dim;
+  g.col_tiles = (p.extent[p.ndim - 1] + tile_dim - 1) / tile_dim;
   return g;
 }
 
@@ -96,7 +75,7 @@ DLB_HOST_DEVICE inline void batch_offsets(const strided_plan& p, std::int64_t b,
   dst = 0;
   src = 0;
   for (std::int32_t axis = p.ndim - 3; axis >= 0; --axis) {
-    const std::int64_t extent = p.shape[axis];
+    const std::int64_t extent = p.extent[axis];
     const std::int64_t q = b / extent, r = b - q * extent;
     dst += r * p.dst[axis];
     src += r * p.src[axis];
@@ -113,7 +92,7 @@ DLB_HOST_DEVICE inline void tile_load(const strided_plan& p, const T* src, std::
   const std::int64_t row = row0 + tx;
   for (int j = ty; j < tile_dim; j += tile_rows) {
     const std::int64_t col = col0 + j;
-    if (row < p.shape[r] && col < p.shape[c]) tile[j][tx] = src[src_base + row * p.src[r] + col * p.src[c]];
+    if (row < p.extent[r] && col < p.extent[c]) tile[j][tx] = src[src_base + row * p.src[r] + col * p.src[c]];
   }
 }
 
@@ -125,7 +104,7 @@ DLB_HOST_DEVICE inline void tile_store(const strided_plan& p, T* dst, std::int64
   const std::int64_t col = col0 + tx;
   for (int j = ty; j < tile_dim; j += tile_rows) {
     const std::int64_t row = row0 + j;
-    if (row < p.shape[r] && col < p.shape[c]) dst[dst_base + row * p.dst[r] + col * p.dst[c]] = tile[tx][j];
+    if (row < p.extent[r] && col < p.extent[c]) dst[dst_base + row * p.dst[r] + col * p.dst[c]] = tile[tx][j];
   }
 }
 
@@ -185,20 +164,6 @@ inline bool is_word_aligned(const strided_plan& p, const void* dst, const void* 
   for (std::int32_t axis = 0; axis < p.ndim; ++axis)
     if ((p.dst[axis] * std::int64_t(bytes)) % alignment || (p.src[axis] * std::int64_t(bytes)) % alignment) return false;
   return true;
-}
-
-// Rewrites a plan over elements of `bytes` bytes as a plan over single bytes
-// (one more, innermost axis), for addresses that are not word-aligned.
-inline void split_into_bytes(strided_plan& p, std::int64_t bytes) {
-  for (std::int32_t axis = 0; axis < p.ndim; ++axis) {
-    p.dst[axis] *= bytes;
-    p.src[axis] *= bytes;
-  }
-  p.shape[p.ndim] = bytes;
-  p.dst[p.ndim] = 1;
-  p.src[p.ndim] = 1;
-  p.count *= bytes;
-  p.ndim = coalesce<2>(p.ndim + 1, p.shape, {p.dst, p.src});
 }
 
 }  // namespace dlb::cuda_runtime::detail

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "dlbridge/copy.hpp"
+#include "dlbridge/host_copy.hpp"
 #include "dlbridge/element.hpp"
 #include "dlbridge/stream.hpp"
 #include "dlbridge/tensor.hpp"

@@ -34,27 +34,10 @@
 namespace dlb {
 
 namespace detail {
-// A coalesced iteration space: axes in the destination's memory order,
-// outermost first; strides in elements. One spare axis for split_into_bytes.
-struct copy_plan {
-  std::int32_t ndim = 0;
-  std::array<std::int64_t, max_ndim + 1> extent{}, dst{}, src{};
-};
-
-// Not for empty shapes.
-inline copy_plan make_copy_plan(extents_t shape, extents_t dst_strides, extents_t src_strides) {
-  copy_plan p;
-  std::copy(shape.begin(), shape.end(), p.extent.begin());
-  std::copy(dst_strides.begin(), dst_strides.end(), p.dst.begin());
-  std::copy(src_strides.begin(), src_strides.end(), p.src.begin());
-  p.ndim = coalesce<2>(std::int32_t(shape.size()), p.extent.data(), {p.dst.data(), p.src.data()});
-  return p;
-}
-
 // Calls f(dst_offset, src_offset), in elements, for every index of the first
 // `outer` axes of p, the last of them fastest.
 template <class F>
-void for_each_outer(const copy_plan& p, std::int32_t outer, F&& f) {
+void for_each_outer(const strided_plan& p, std::int32_t outer, F&& f) {
   std::array<std::int64_t, max_ndim + 1> index{};
   std::int64_t dst = 0, src = 0;
   for (;;) {
@@ -77,7 +60,7 @@ void for_each_outer(const copy_plan& p, std::int32_t outer, F&& f) {
 // elements. Axes are walked in the destination's memory order.
 template <class Row>
 void for_each_row(extents_t shape, extents_t dst_strides, extents_t src_strides, Row&& row) {
-  const copy_plan p = make_copy_plan(shape, dst_strides, src_strides);
+  const strided_plan p = make_strided_plan(shape, dst_strides, src_strides);
   if (p.ndim == 0) return row(0, 0, 1, 1, 1);
   const std::int32_t inner = p.ndim - 1;
   for_each_outer(p, inner, [&](std::int64_t dst, std::int64_t src) {
@@ -85,20 +68,8 @@ void for_each_row(extents_t shape, extents_t dst_strides, extents_t src_strides,
   });
 }
 
-// Elements of other sizes than 1, 2, 4, 8 and 16 bytes (dtypes with lanes,
-// from C++) are copied as bytes: each element becomes an innermost axis.
-inline void split_into_bytes(copy_plan& p, std::int64_t itemsize) {
-  for (std::int32_t axis = 0; axis < p.ndim; ++axis) {
-    p.dst[axis] *= itemsize;
-    p.src[axis] *= itemsize;
-  }
-  p.extent[p.ndim] = itemsize;
-  p.dst[p.ndim] = p.src[p.ndim] = 1;
-  p.ndim = coalesce<2>(p.ndim + 1, p.extent.data(), {p.dst.data(), p.src.data()});
-}
-
 // Walks `axis` the other way round: the same elements, other base pointers.
-inline void reverse_axis(copy_plan& p, std::int32_t axis, std::int64_t itemsize, std::byte*& dst,
+inline void reverse_axis(strided_plan& p, std::int32_t axis, std::int64_t itemsize, std::byte*& dst,
                          const std::byte*& src) {
   dst += (p.extent[axis] - 1) * p.dst[axis] * itemsize;
   src += (p.extent[axis] - 1) * p.src[axis] * itemsize;
@@ -109,7 +80,7 @@ inline void reverse_axis(copy_plan& p, std::int32_t axis, std::int64_t itemsize,
 // The axis to tile with the innermost one: the one the source walks most
 // closely (smallest non-zero |stride|), if it does so more closely than the
 // innermost axis; -1 if there is none.
-inline std::int32_t tile_axis(const copy_plan& p) {
+inline std::int32_t tile_axis(const strided_plan& p) {
   // Unsigned: a source stride may be INT64_MIN.
   const auto magnitude = [](std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); };
   const std::int32_t inner = p.ndim - 1;
@@ -299,7 +270,7 @@ void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
 
 // copy_strided for elements of Size bytes over a coalesced plan.
 template <std::size_t Size>
-void copy_plan_of(copy_plan p, std::byte* dst, const std::byte* src) {
+void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src) {
   constexpr auto size = std::int64_t(Size);
   if (p.ndim == 0) return copy_element<Size>(dst, src);
   for (std::int32_t axis = 0; axis < p.ndim; ++axis)
@@ -363,16 +334,16 @@ inline void copy_strided(extents_t shape, dtype type, const void* src, extents_t
   }
   auto* d = static_cast<std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
-  auto plan = detail::make_copy_plan(shape, dst_strides, src_strides);
+  auto plan = detail::make_strided_plan(shape, dst_strides, src_strides);
   switch (type.itemsize()) {
-    case 1: return detail::copy_plan_of<1>(plan, d, s);
-    case 2: return detail::copy_plan_of<2>(plan, d, s);
-    case 4: return detail::copy_plan_of<4>(plan, d, s);
-    case 8: return detail::copy_plan_of<8>(plan, d, s);
-    case 16: return detail::copy_plan_of<16>(plan, d, s);
+    case 1: return detail::copy_by_plan<1>(plan, d, s);
+    case 2: return detail::copy_by_plan<2>(plan, d, s);
+    case 4: return detail::copy_by_plan<4>(plan, d, s);
+    case 8: return detail::copy_by_plan<8>(plan, d, s);
+    case 16: return detail::copy_by_plan<16>(plan, d, s);
     default:
       detail::split_into_bytes(plan, std::int64_t(type.itemsize()));
-      return detail::copy_plan_of<1>(plan, d, s);
+      return detail::copy_by_plan<1>(plan, d, s);
   }
 }
 
