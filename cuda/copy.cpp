@@ -122,7 +122,7 @@ void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_t stream
   require_device();
   if (bytes == 0) return;
   throw_on_error(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream),
-        "cudaMemcpyAsync(" + std::to_string(bytes) + " bytes)");
+                 "cudaMemcpyAsync(" + std::to_string(bytes) + " bytes)");
 }
 
 void copy_strided(extents_t shape, dtype type, const void* src, extents_t src_strides, void* dst,

@@ -42,7 +42,7 @@ device_guard::~device_guard() {
 stream::stream(bool non_blocking) {
   require_device();
   throw_on_error(cudaStreamCreateWithFlags(&handle_, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault),
-        non_blocking ? "cudaStreamCreateWithFlags(cudaStreamNonBlocking)" : "cudaStreamCreateWithFlags(cudaStreamDefault)");
+                 non_blocking ? "cudaStreamCreateWithFlags(cudaStreamNonBlocking)" : "cudaStreamCreateWithFlags(cudaStreamDefault)");
 }
 
 stream::~stream() {
