@@ -5,7 +5,8 @@ links the CUDA runtime), written in files by concern: this one holds the
 Array type; _streams.pxi the stream arguments, _scalars.pxi Python scalars,
 _exchange.pxi the DLPack C exchange API, _pickle.pxi pickling,
 _indexing.pxi indexing, _importers.pxi from_dlpack and asarray's sources,
-_creation.pxi empty/zeros/full, _build_info.pxi build_info()."""
+_creation.pxi empty/zeros/full, _build_info.pxi build_info(), _arguments.pxi the
+argument converter behind dlbridge/argument.hpp."""
 import operator
 import sys
 import warnings
@@ -538,3 +539,4 @@ include "_indexing.pxi"
 include "_importers.pxi"
 include "_creation.pxi"
 include "_build_info.pxi"
+include "_arguments.pxi"

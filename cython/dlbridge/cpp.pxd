@@ -399,3 +399,27 @@ cdef extern from "dlbridge/python.hpp" namespace "dlb::python" nogil:
     # or export shares the reference.
     PyObject* python_owner(const tensor&) noexcept
     PyObject* sole_python_owner(const tensor&) noexcept
+
+
+cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
+    # An array argument as a checked view for the length of a call, from any
+    # producer, without a copy: `cdef rows_arg rows = rows_arg(x, "row_sums", "x")`
+    # with `ctypedef cpp.array_argument[rows_view] rows_arg`; then rows.view().
+    # TypeError names the function and argument where a valid array does not
+    # fit the view; BufferError where the producer's tensor is malformed.
+    cdef cppclass array_argument[V]:
+        array_argument()
+        array_argument(object, const char*, const char*) except +raise_python_error
+        const V& view()
+
+    # The converter's C interface, for dlbridge itself (argument.hpp uses it).
+    struct borrowed_array:
+        DLTensor tensor
+        cbool readonly
+        PyObject* owner
+        int64_t strides[64]
+    struct argument_api:
+        uint32_t version
+        int (*borrow)(PyObject*, borrowed_array*) noexcept
+    const uint32_t argument_api_version
+    const char* argument_api_capsule

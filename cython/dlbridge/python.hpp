@@ -14,12 +14,28 @@
 
 namespace dlb::python {
 
+// Thrown where a Python exception is already set: raise_python_error keeps it.
+struct python_error_already_set : std::exception {
+  [[nodiscard]] const char* what() const noexcept override { return "a Python exception is set"; }
+};
+
+// A valid array that does not fit what a function's argument demands: TypeError,
+// as for any argument of the wrong type ("f(): argument 'x': expected ndim 2, got 3").
+class argument_mismatch : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 // For Cython's `except +raise_python_error`. A foreign tensor that fails
 // validation is data DLPack cannot describe to us: BufferError, as the array
 // API asks. Sizes that overflow are ValueError, as in NumPy.
 inline int raise_python_error() {
   try {
     throw;
+  } catch (const python_error_already_set&) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "a C++ error said a Python exception was set, but none is");
+  } catch (const argument_mismatch& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
   } catch (const import_failure& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
   } catch (const std::bad_alloc&) {

@@ -253,11 +253,12 @@ class tensor {
     return {data_, device_, ndim_, dtype_, ndim_ ? d : nullptr, ndim_ ? d + ndim_ : nullptr, 0};
   }
 
-  // A checked typed view: View::from(dltensor()), so import_failure names the
-  // unmet constraint.
+  // A checked typed view, import_failure naming the unmet constraint. Only
+  // the view's demands are checked: every tensor's layout passed validate()
+  // when it was made or imported.
   template <class View>
   [[nodiscard]] View as() const {
-    return View::from(dltensor(), readonly_);
+    return View::from_validated(dltensor(), readonly_);
   }
 
   [[nodiscard]] bool has_value() const noexcept { return keeper_ != nullptr; }

@@ -144,12 +144,13 @@ struct requirements {
   bool writable = false;
 };
 
-// The one check at every boundary: validate(t), then each demand of `r` in
-// turn. Returns the first failure, naming the constraint, the axis, what was
-// expected and what was received ("shape: axis 1: expected extent 3, got 4").
-[[nodiscard]] inline std::optional<import_error> check(const DLTensor& t, bool readonly, const requirements& r) {
+// Each demand of `r` in turn, of a tensor that has passed validate() (its
+// own arrays and imports, which dlbridge validated once). Returns the first
+// failure, naming the constraint, the axis, what was expected and what was
+// received ("shape: axis 1: expected extent 3, got 4").
+[[nodiscard]] inline std::optional<import_error> check_demands(const DLTensor& t, bool readonly,
+                                                               const requirements& r) {
   using std::to_string;
-  if (auto error = validate(t)) return error;
   if (r.has_device && t.device.device_type != r.device_type)
     return import_error{"device", -1, "device " + std::string(name(r.device_type)),
                         std::string(name(t.device.device_type))};
@@ -177,6 +178,12 @@ struct requirements {
   }
   if (r.writable && readonly) return import_error{"flags", -1, "writable data", "read-only data"};
   return std::nullopt;
+}
+
+// The one check at every boundary: validate(t), then check_demands.
+[[nodiscard]] inline std::optional<import_error> check(const DLTensor& t, bool readonly, const requirements& r) {
+  if (auto error = validate(t)) return error;
+  return check_demands(t, readonly, r);
 }
 
 }  // namespace dlb

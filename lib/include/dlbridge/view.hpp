@@ -250,6 +250,13 @@ class view {
     return unchecked(t);
   }
 
+  // The same for a tensor that has passed validate() (dlbridge's own arrays
+  // and imports): only the view's demands are checked.
+  [[nodiscard]] static view from_validated(const DLTensor& t, bool readonly_data = false) {
+    if (auto error = check_demands(t, readonly_data, demands())) throw import_failure(std::move(*error));
+    return unchecked(t);
+  }
+
   // The same check, without exceptions.
   [[nodiscard]] static std::optional<import_error> check_tensor(const DLTensor& t, bool readonly_data = false) {
     return check(t, readonly_data, demands());

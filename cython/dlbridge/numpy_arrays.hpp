@@ -1,0 +1,90 @@
+// NumPy's ndarray read straight from its fields, for the argument converter:
+// no __dlpack__ call, no capsule. Built against NumPy 2's headers; active only
+// once an ndarray has arrived (dlbridge never imports NumPy) and only with
+// NumPy >= 2 running. Included by _array.pyx alone.
+#pragma once
+
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <cstring>
+
+#include "dlbridge/argument.hpp"
+
+namespace dlb::python::numpy {
+
+static_assert(sizeof(npy_intp) == sizeof(std::int64_t), "NumPy's extents are DLPack's int64 only where npy_intp is 64-bit");
+
+// The exact ndarray type, once NumPy's C API is imported; nullptr before.
+inline PyTypeObject* ndarray_type = nullptr;
+
+// Whether `type` is numpy.ndarray, importing NumPy's C API the first time
+// one arrives. Sets no Python exception.
+inline bool is_ndarray_type(PyTypeObject* type) {
+  if (ndarray_type) return type == ndarray_type;
+  static bool tried = false;
+  if (tried || std::strcmp(type->tp_name, "numpy.ndarray") != 0) return false;
+  tried = true;
+  if (_import_array() < 0) {  // NumPy is loaded (an ndarray exists): this imports nothing new
+    PyErr_Clear();
+    return false;
+  }
+  if (PyArray_RUNTIME_VERSION < NPY_2_0_API_VERSION) return false;  // 1.x descriptors differ
+  ndarray_type = &PyArray_Type;
+  return type == ndarray_type;
+}
+
+// The DLPack dtype of a NumPy type number, or code 0xff where DLPack has none
+// that dlbridge reads directly (then __dlpack__ answers).
+inline DLDataType dtype_of(int type_num) {
+  auto integer = [](bool is_signed, std::size_t bytes) {
+    return DLDataType{std::uint8_t(is_signed ? kDLInt : kDLUInt), std::uint8_t(8 * bytes), 1};
+  };
+  switch (type_num) {
+    case NPY_BOOL: return {kDLBool, 8, 1};
+    case NPY_BYTE: return integer(true, sizeof(npy_byte));
+    case NPY_UBYTE: return integer(false, sizeof(npy_ubyte));
+    case NPY_SHORT: return integer(true, sizeof(npy_short));
+    case NPY_USHORT: return integer(false, sizeof(npy_ushort));
+    case NPY_INT: return integer(true, sizeof(npy_int));
+    case NPY_UINT: return integer(false, sizeof(npy_uint));
+    case NPY_LONG: return integer(true, sizeof(npy_long));
+    case NPY_ULONG: return integer(false, sizeof(npy_ulong));
+    case NPY_LONGLONG: return integer(true, sizeof(npy_longlong));
+    case NPY_ULONGLONG: return integer(false, sizeof(npy_ulonglong));
+    case NPY_HALF: return {kDLFloat, 16, 1};
+    case NPY_FLOAT: return {kDLFloat, 32, 1};
+    case NPY_DOUBLE: return {kDLFloat, 64, 1};
+    case NPY_CFLOAT: return {kDLComplex, 64, 1};
+    case NPY_CDOUBLE: return {kDLComplex, 128, 1};
+    default: return {0xff, 0, 0};
+  }
+}
+
+// Fills `out` from an exact ndarray; false where DLPack cannot carry the
+// array as it is (another dtype, byte-swapped, unaligned, strides that are
+// not whole elements), which __dlpack__ then accepts or refuses in its words.
+// The tensor still needs validate().
+inline bool borrow(PyObject* object, borrowed_array& out) {
+  auto* array = reinterpret_cast<PyArrayObject*>(object);
+  const DLDataType type = dtype_of(PyArray_TYPE(array));
+  const int flags = PyArray_FLAGS(array);
+  if (type.code == 0xff || !PyArray_ISNOTSWAPPED(array) || !(flags & NPY_ARRAY_ALIGNED)) return false;
+  const int ndim = PyArray_NDIM(array);
+  if (ndim > max_ndim) return false;
+  const npy_intp itemsize = type.bits / 8;
+  const npy_intp* byte_strides = PyArray_STRIDES(array);
+  for (int i = 0; i < ndim; ++i) {
+    if (byte_strides[i] % itemsize) return false;
+    out.strides[i] = byte_strides[i] / itemsize;
+  }
+  out.tensor = DLTensor{PyArray_DATA(array), {kDLCPU, 0}, ndim, type,
+                        reinterpret_cast<std::int64_t*>(PyArray_DIMS(array)), ndim ? out.strides : nullptr, 0};
+  out.readonly = !(flags & NPY_ARRAY_WRITEABLE);
+  out.owner = nullptr;
+  return true;
+}
+
+}  // namespace dlb::python::numpy
