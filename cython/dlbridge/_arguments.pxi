@@ -27,13 +27,15 @@ cdef int _borrow_array(Array a, cpp.borrowed_array* out, bint own) except -1:
     return 0
 
 
-cdef int _borrow(PyObject* obj, cpp.borrowed_array* out) noexcept:
+cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, const char* name) noexcept:
     """The fastest route for each producer: an Array's own tensor; an exact
     ndarray's fields; a C exchange table's dltensor_from_py_object_no_sync
     (host memory: GPU data goes through from_dlpack, which orders streams);
-    anything else through asarray(obj, copy=False), whose Array is kept."""
+    anything else through asarray's protocols without a copy, whose Array is
+    kept. An object with no array protocol is TypeError, as a wrong argument."""
     cdef PyTypeObject* tp = Py_TYPE(<object>obj)
     cdef const cpp.DLPackExchangeAPI* api
+    cdef Array a
     try:
         if tp == <PyTypeObject*>Array:
             return _borrow_array(<Array>obj, out, False)
@@ -43,14 +45,22 @@ cdef int _borrow(PyObject* obj, cpp.borrowed_array* out) noexcept:
         api = _exchange_api_of(x)
         if api == &_exchange_api and isinstance(x, Array):
             return _borrow_array(<Array>x, out, False)
+        # A bare DLTensor says nothing of read-only data: the slot serves
+        # PyTorch's tensors, which are never read-only; others export a
+        # managed tensor, which has the flag.
         if api != NULL and api != &_exchange_api and api.dltensor_from_py_object_no_sync != NULL:
-            _refuse_torch_state(x)
-            if (api.dltensor_from_py_object_no_sync(<void*>obj, &out.tensor) == 0
-                    and out.tensor.device.device_type == cpp.kDLCPU):
-                out.readonly = False  # a bare DLTensor is writable: producers refuse read-only data
+            if api.dltensor_from_py_object_no_sync(<void*>obj, &out.tensor) != 0:
+                PyErr_Clear()  # a fast path only: from_dlpack below gives the protocol's answer
+            elif (out.tensor.device.device_type == cpp.kDLCPU
+                    and _torch_state_checked(x, out.tensor.dtype.code == cpp.kDLComplex)):
+                out.readonly = False
                 return _borrow_validated(out)
-            PyErr_Clear()  # the table is a fast path; asarray gives the protocol's answer
-        return _borrow_array(asarray(x, copy=False), out, True)
+        a = _shared_array(x, None, True)
+        if a is None:
+            raise TypeError(f"{function.decode()}(): argument '{name.decode()}': expected an array (an object with "
+                            f"__dlpack__, __cuda_array_interface__, __array_interface__ or the buffer protocol), "
+                            f"got {type(x).__name__}")
+        return _borrow_array(a, out, True)
     except BaseException as e:
         return _fail(e)
 

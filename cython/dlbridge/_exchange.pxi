@@ -292,7 +292,10 @@ cdef str _is_conj = "is_conj"
 cdef str _is_neg = "is_neg"
 
 
-cdef int _refuse_torch_state(object x) except -1:
+cdef int _torch_state_checked(object x, bint complex_data=True) except -1:
+    """1 for a tensor of PyTorch's kind whose state DLPack carries (BufferError
+    where it cannot), 0 for any other type. Only complex data (complex_data,
+    where the caller knows the dtype) can have its conjugate bit set."""
     cdef PyTypeObject* tp = Py_TYPE(x)
     if (_PyType_Lookup(tp, <PyObject*>_requires_grad) == NULL or _PyType_Lookup(tp, <PyObject*>_is_conj) == NULL
             or _PyType_Lookup(tp, <PyObject*>_is_neg) == NULL):
@@ -300,13 +303,13 @@ cdef int _refuse_torch_state(object x) except -1:
     if x.requires_grad:
         raise BufferError(f"from_dlpack: the {type(x).__name__} requires gradient, which DLPack cannot express; "
                           f"call .detach() first")
-    if x.is_conj():
+    if complex_data and x.is_conj():
         raise BufferError(f"from_dlpack: the {type(x).__name__} has its conjugate bit set, which DLPack cannot "
                           f"express; call .resolve_conj() first")
     if x.is_neg():
         raise BufferError(f"from_dlpack: the {type(x).__name__} has its negative bit set, which DLPack cannot "
                           f"express; call .resolve_neg() first")
-    return 0
+    return 1
 
 
 cdef int _check_slot(int status, object x, str slot) except -1:
@@ -341,7 +344,7 @@ cdef Array _whole_view(Array a):
 cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
     # Apart from from_exchange_api, so that producers with no table do not
     # pay for this function's C++ locals.
-    _refuse_torch_state(x)
+    _torch_state_checked(x)
     cdef cpp.DLManagedTensorVersioned* m = NULL
     try:
         _check_slot(api.managed_tensor_from_py_object_no_sync(<void*>x, &m), x,

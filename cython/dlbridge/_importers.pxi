@@ -101,21 +101,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     cdef cpp.tensor t
     if copy is not None and type(copy) is not bool:
         raise TypeError(f"copy must be True, False or None, got {copy!r}")
-    if type(obj) is Array:
-        a = <Array>obj
-        _require(a)
-    elif hasattr(type(obj), "__dlpack__"):
-        a = from_dlpack(obj, device=device, copy=False if copy is False else None)
-    elif hasattr(obj, "__cuda_array_interface__"):
-        a = _from_cuda_array_interface(obj)
-    elif _has_array_interface_data(obj):
-        a = _from_array_interface(obj)
-    elif PyObject_CheckBuffer(obj) and not isinstance(obj, str):
-        a = _from_buffer(obj)
-    elif hasattr(obj, "__array_interface__"):
-        raise BufferError("asarray: __array_interface__ without a (pointer, read_only) data tuple "
-                          "needs the object to export the buffer protocol, and it does not")
-    else:
+    a = _shared_array(obj, device, copy is False)
+    if a is None:
         if copy is False:
             raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} must be copied into an array")
         a = _from_sequence(obj, want)
@@ -138,6 +125,28 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     if copy and not fresh:
         return a.copy()
     return a
+
+
+cdef Array _shared_array(obj, device, bint copy_false):
+    """An Array sharing obj's memory through the first array protocol obj
+    has (in asarray's order), or None where it has none (a sequence, a scalar)."""
+    cdef Array a
+    if type(obj) is Array:
+        a = <Array>obj
+        _require(a)
+        return a
+    if hasattr(type(obj), "__dlpack__"):
+        return from_dlpack(obj, device=device, copy=False if copy_false else None)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _from_cuda_array_interface(obj)
+    if _has_array_interface_data(obj):
+        return _from_array_interface(obj)
+    if PyObject_CheckBuffer(obj) and not isinstance(obj, str):
+        return _from_buffer(obj)
+    if hasattr(obj, "__array_interface__"):
+        raise BufferError("asarray: __array_interface__ without a (pointer, read_only) data tuple "
+                          "needs the object to export the buffer protocol, and it does not")
+    return None
 
 
 cdef bint _has_array_interface_data(obj):

@@ -36,8 +36,9 @@ struct borrowed_array {
 // dlbridge._array._argument_api ("dlbridge.argument_api").
 struct argument_api {
   std::uint32_t version;  // argument_api_version
-  // Fills `out` from `object`: 0, or -1 with a Python exception set.
-  int (*borrow)(PyObject* object, borrowed_array* out);
+  // Fills `out` from `object`: 0, or -1 with a Python exception set
+  // (TypeError naming `function` and `name` where object is no array).
+  int (*borrow)(PyObject* object, borrowed_array* out, const char* function, const char* name);
 };
 inline constexpr std::uint32_t argument_api_version = 1;
 inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";
@@ -72,7 +73,7 @@ class array_argument {
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
   array_argument(PyObject* object, const char* function, const char* name) {
     borrowed_array b;
-    if (get_argument_api().borrow(object, &b) != 0) throw python_error_already_set{};
+    if (get_argument_api().borrow(object, &b, function, name) != 0) throw python_error_already_set{};
     try {
       view_ = View::from_validated(b.tensor, b.readonly);
     } catch (const import_failure& e) {

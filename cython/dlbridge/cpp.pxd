@@ -410,7 +410,7 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
     cdef cppclass array_argument[V]:
         array_argument()
         array_argument(object, const char*, const char*) except +raise_python_error
-        const V& view()
+        const V& view() noexcept nogil  # usable without the GIL while the argument lives
 
     # The converter's C interface, for dlbridge itself (argument.hpp uses it).
     struct borrowed_array:
@@ -420,6 +420,6 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
         int64_t strides[64]
     struct argument_api:
         uint32_t version
-        int (*borrow)(PyObject*, borrowed_array*) noexcept
+        int (*borrow)(PyObject*, borrowed_array*, const char*, const char*) noexcept
     const uint32_t argument_api_version
     const char* argument_api_capsule

@@ -23,6 +23,9 @@ ctypedef cpp.view[float, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] rows_view
 # Writable (no cpp.ro), host memory, any strides.
 ctypedef cpp.view[float, cpp.ndim2, cpp.cpu] matrix_view
 
+# 1-D float64, read-only access, host memory, any strides.
+ctypedef cpp.view[double, cpp.ndim1, cpp.ro, cpp.cpu] vector_view
+
 # A view type spelled in C++, for what Cython cannot spell (dlb::shape<...>
 # has non-type template arguments): N x 3 float64 points, host memory.
 cdef extern from *:
@@ -44,37 +47,58 @@ cdef extern from "dlb_example.hpp" namespace "example" nogil:
     int64_t releases_c "example::releases"() noexcept
 
 
+# The arguments: any framework's array seen through a view type, for the
+# length of the call, without a copy and without a Python object in between.
+ctypedef cpp.array_argument[rows_view] rows_argument
+ctypedef cpp.array_argument[matrix_view] matrix_argument
+ctypedef cpp.array_argument[points3_view] points3_argument
+ctypedef cpp.array_argument[vector_view] vector_argument
+
+
 def row_sums(x):
     """Row sums of a 2-D float32 C-contiguous host array, as a new float32
-    dlbridge Array made in C++. BufferError names the unmet constraint."""
-    cdef Array a = dlbridge.asarray(x)  # shares memory with x
-    # The check: BufferError("invalid tensor: dtype: expected float32, got float64"), ...
-    cdef rows_view rows = a.t.as_[rows_view]()
+    dlbridge Array made in C++. TypeError names the unmet constraint."""
+    # TypeError("row_sums(): argument 'x': expected float32, got float64"), ...
+    cdef rows_argument rows = rows_argument(x, "row_sums", "x")
     cdef cpp.tensor out
     with nogil:
-        out = row_sums_kernel(rows)
+        out = row_sums_kernel(rows.view())
     return wrap(out)
 
 
 def scale_(x, float factor):
-    """Multiplies a 2-D float32 host array by `factor` in place (any strides);
-    returns the dlbridge Array sharing x's memory. Read-only data is refused."""
-    cdef Array a = dlbridge.asarray(x)
-    cdef matrix_view m = a.t.as_[matrix_view]()
+    """Multiplies a 2-D float32 host array by `factor` in place (any strides)
+    and returns x. Read-only data is refused."""
+    cdef matrix_argument arg = matrix_argument(x, "scale_", "x")
+    cdef matrix_view m = arg.view()  # a view is small: copy it; arg keeps the memory
     cdef float* p = m.data()
     cdef int64_t i, j
     with nogil:
         for i in range(m.shape(0)):
             for j in range(m.shape(1)):
                 p[i * m.stride(0) + j * m.stride(1)] *= factor  # strides count elements
-    return a
+    return x
 
 
 def norms(points):
     """Euclidean norms of N x 3 float64 points, as a list."""
-    cdef Array a = dlbridge.asarray(points)
-    cdef points3_view v = a.t.as_[points3_view]()
+    cdef points3_argument arg = points3_argument(points, "norms", "points")
+    cdef points3_view v = arg.view()
     return [sqrt(v(i, 0) * v(i, 0) + v(i, 1) * v(i, 1) + v(i, 2) * v(i, 2)) for i in range(v.shape(0))]
+
+
+def dot(x, y):
+    """The dot product of two 1-D float64 host arrays of the same length."""
+    cdef vector_argument x_arg = vector_argument(x, "dot", "x")
+    cdef vector_argument y_arg = vector_argument(y, "dot", "y")
+    cdef vector_view u = x_arg.view(), v = y_arg.view()
+    if u.shape(0) != v.shape(0):
+        raise ValueError(f"dot(): x has {u.shape(0)} elements, y has {v.shape(0)}")
+    cdef double total = 0
+    cdef int64_t i
+    for i in range(u.shape(0)):
+        total += u(i) * v(i)
+    return total
 
 
 def explain(x):
