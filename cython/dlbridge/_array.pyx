@@ -406,6 +406,42 @@ cdef class Array:
         _require_host(self, "tolist()")
         return _tolist(self.t, 0, 0)
 
+    def item(self, *args):
+        """One element as a Python bool, int, float or complex, as NumPy's
+        item(): with no argument the only element of a size-1 array; with
+        one int the element at that flat (C-order) index; with one int per
+        axis (or a tuple of them) the element there."""
+        _require(self)
+        if len(args) == 1 and type(args[0]) is tuple:
+            args = args[0]
+        for i in args:
+            if isinstance(i, bool):  # as NumPy: True is no position
+                raise TypeError(f"item(): indices must be integers, got {i!r}")
+        cdef int ndim = self.t.ndim()
+        cdef int64_t size = self.t.size()
+        if not args:
+            if size != 1:
+                raise ValueError(f"item(): only an array of size 1 has an item without an index, "
+                                 f"got shape {self.shape}")
+            key = (0,) * ndim
+        elif len(args) == 1 and ndim != 1:
+            flat = operator.index(args[0])
+            if not -size <= flat < size:
+                raise IndexError(f"item(): index {flat} is out of bounds for size {size}")
+            flat %= size
+            unravelled = []
+            for axis in range(ndim - 1, -1, -1):
+                flat, i = divmod(flat, self.t.shape(axis))
+                unravelled.append(i)
+            key = tuple(reversed(unravelled))
+        elif len(args) == ndim:
+            key = tuple([operator.index(i) for i in args])
+        else:
+            raise ValueError(f"item(): expected no index, one flat index or {ndim} indices (one per axis), "
+                             f"got {len(args)}")
+        _require_host(self, "item()")
+        return _tolist(_index(self, key).t, 0, 0)
+
     def _scalar(self, kind):
         _require(self)
         if self.t.size() != 1:

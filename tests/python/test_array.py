@@ -1126,3 +1126,40 @@ def test_empty_is_writable_and_fresh():
     assert a.data_ptr != b.data_ptr
     np.asarray(a)[:] = 1.0
     assert a.tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1), (6,), (2, 3), (3, 1, 2)])
+def test_item_reads_what_numpy_item_reads(shape):
+    n = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)[..., ::-1] if shape else np.array(7.5)
+    a = dlbridge.asarray(n)
+    size = n.size
+    calls = [()] if size == 1 else []
+    calls += [(i,) for i in range(-size, size)]
+    calls += [tuple(i) for i in np.ndindex(shape)] + [(tuple(i),) for i in np.ndindex(shape)]
+    for args in calls:
+        got, want = a.item(*args), n.item(*args)
+        assert got == want and type(got) is type(want), (args, got, want)
+
+
+@pytest.mark.parametrize("dtype, value", [("bool", True), ("int8", -3), ("uint64", 2**64 - 1), ("float32", 0.5),
+                                          ("complex128", 1 - 2j)])
+def test_item_returns_the_python_scalar_of_the_dtype(dtype, value):
+    got = dlbridge.asarray(np.array([value], dtype=dtype)).item()
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("shape, args, error, message", [
+    ((2, 3), (), ValueError, "item(): only an array of size 1 has an item without an index, got shape (2, 3)"),
+    ((0, 3), (), ValueError, "item(): only an array of size 1 has an item without an index, got shape (0, 3)"),
+    ((2, 3), (6,), IndexError, "item(): index 6 is out of bounds for size 6"),
+    ((2, 3), (-7,), IndexError, "item(): index -7 is out of bounds for size 6"),
+    ((2, 3), (2, 0), IndexError, "index 2 is out of bounds for axis 0 with size 2"),
+    ((2, 3), (1, 2, 0), ValueError, "item(): expected no index, one flat index or 2 indices (one per axis), got 3"),
+    ((2, 3), (1.0,), TypeError, "'float' object cannot be interpreted as an integer"),
+    ((2, 3), (True,), TypeError, "item(): indices must be integers, got True"),
+])
+def test_item_refuses_what_numpy_item_refuses(shape, args, error, message):
+    with pytest.raises(error, match=exactly(message)):
+        dlbridge.zeros(shape).item(*args)
+    with pytest.raises(error):
+        np.zeros(shape).item(*args)
