@@ -14,7 +14,7 @@ __version__ = build_info()["version"]
 
 __all__ = [
     "Array", "DType", "Device", "DeviceType", "asarray", "build_info", "empty", "from_dlpack",
-    "full", "get_include", "get_pkgconfig_dir", "zeros",
+    "full", "get_cmake_dir", "get_include", "get_pkgconfig_dir", "zeros",
 ]
 
 
@@ -24,10 +24,18 @@ def get_include() -> str:
 
 
 def get_pkgconfig_dir() -> str:
-    """The folder holding ``dlbridge.pc``, the pkg-config file for C++ builds.
+    """The folder holding ``dlbridge.pc``, the pkg-config file for C++ builds
+    (the package's own folder).
 
     With it on ``PKG_CONFIG_PATH``, ``pkg-config --cflags dlbridge`` and Meson's
     ``dependency('dlbridge')`` find the headers. Its paths are relative to the
     file, so it works wherever dlbridge is installed.
     """
-    return _os.path.join(_os.path.dirname(__file__), "lib", "pkgconfig")
+    return _os.path.dirname(__file__)
+
+
+def get_cmake_dir() -> str:
+    """The folder holding ``dlbridgeConfig.cmake``, for CMake builds:
+    ``-Ddlbridge_DIR=<it>``, then ``find_package(dlbridge CONFIG)`` and the
+    target ``dlbridge::dlbridge``."""
+    return _os.path.join(_os.path.dirname(__file__), "lib", "cmake", "dlbridge")

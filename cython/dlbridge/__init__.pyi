@@ -8,7 +8,7 @@ from typing_extensions import Buffer, CapsuleType, disjoint_base
 __version__: str
 __all__ = [
     "Array", "DType", "Device", "DeviceType", "asarray", "build_info", "empty", "from_dlpack",
-    "full", "get_include", "get_pkgconfig_dir", "zeros",
+    "full", "get_cmake_dir", "get_include", "get_pkgconfig_dir", "zeros",
 ]
 
 class DeviceType(enum.IntEnum):
@@ -174,3 +174,4 @@ class _BuildInfo(TypedDict):
 def build_info() -> _BuildInfo: ...
 def get_include() -> str: ...
 def get_pkgconfig_dir() -> str: ...
+def get_cmake_dir() -> str: ...

@@ -7,8 +7,9 @@ Exits 1 when any exchange failed.
 
 For C++ builds, ``--cflags`` prints the compiler flags that find dlbridge's
 headers (the same as ``pkg-config --cflags dlbridge``; the language standard,
-C++20 or newer, is left to the build) and ``--pkgconfigdir`` the folder of
-``dlbridge.pc``; neither runs the check.
+C++20 or newer, is left to the build), ``--pkgconfigdir`` the folder of
+``dlbridge.pc`` and ``--cmakedir`` that of ``dlbridgeConfig.cmake``; none of
+them runs the check.
 """
 from __future__ import annotations
 
@@ -108,12 +109,17 @@ def main(argv: list[str] | None = None) -> int:
                            "(add -std=c++20 or newer yourself)")
     mode.add_argument("--pkgconfigdir", action="store_true",
                       help="print the folder holding dlbridge.pc (for PKG_CONFIG_PATH) and exit")
+    mode.add_argument("--cmakedir", action="store_true",
+                      help="print the folder holding dlbridgeConfig.cmake (for dlbridge_DIR) and exit")
     args = parser.parse_args(argv)
     if args.cflags:
         print(f"-I{dlbridge.get_include()}")
         return 0
     if args.pkgconfigdir:
         print(dlbridge.get_pkgconfig_dir())
+        return 0
+    if args.cmakedir:
+        print(dlbridge.get_cmake_dir())
         return 0
 
     info = dlbridge.build_info()

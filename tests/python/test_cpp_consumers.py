@@ -2,7 +2,8 @@
 
 The example in tests/downstream/cpp is built against the installed dlbridge,
 never the source tree: with Meson's dependency('dlbridge') found through the
-shipped pkg-config file, with a plain compiler command (flags from pkg-config
+shipped pkg-config file, with CMake's find_package(dlbridge CONFIG) through
+the shipped package config, with a plain compiler command (flags from pkg-config
 or from `python -m dlbridge --cflags`), and, where clang >= 17 is installed,
 with `import dlbridge;` from a BMI of the shipped dlbridge.cppm (compiler
 commands, and Meson: tests/downstream/cpp/import). Each program must print
@@ -73,7 +74,7 @@ def test_get_pkgconfig_dir_holds_dlbridge_pc():
     folder = pathlib.Path(dlbridge.get_pkgconfig_dir())
     assert folder.is_dir()
     assert (folder / "dlbridge.pc").is_file()
-    assert folder.parent.parent == pathlib.Path(dlbridge.__file__).parent  # dlbridge/lib/pkgconfig
+    assert folder == pathlib.Path(dlbridge.__file__).parent  # beside include/: paths without ".."
     assert "get_pkgconfig_dir" in dlbridge.__all__
 
 
@@ -95,18 +96,19 @@ def test_pkg_config_file_is_relocatable(tmp_path):
     # A copy of the package's C++ files elsewhere is found there: every path
     # in dlbridge.pc is relative to the file itself.
     package = pathlib.Path(dlbridge.__file__).parent
-    for part in ("include", "lib"):
-        shutil.copytree(package / part, tmp_path / "moved" / part)
-    env = dict(os.environ, PKG_CONFIG_PATH=str(tmp_path / "moved" / "lib" / "pkgconfig"))
+    shutil.copytree(package / "include", tmp_path / "moved" / "include")
+    shutil.copy(package / "dlbridge.pc", tmp_path / "moved")
+    env = dict(os.environ, PKG_CONFIG_PATH=str(tmp_path / "moved"))
     cflags = run(["pkg-config", "--cflags", "dlbridge"], env=env)
-    assert include_dirs(cflags) == [os.path.realpath(tmp_path / "moved" / "include")]
+    assert cflags.split() == [f"-I{tmp_path / 'moved' / 'include'}"]  # normalised: no ".."
 
 
 def test_cli_prints_cflags_and_pkgconfigdir():
     cflags = run([sys.executable, "-m", "dlbridge", "--cflags"])
     assert cflags == f"-I{dlbridge.get_include()}\n"
-    assert include_dirs(cflags) == include_dirs(pkg_config("--cflags"))
+    assert cflags.split() == pkg_config("--cflags").split()  # the same path, spelled the same
     assert run([sys.executable, "-m", "dlbridge", "--pkgconfigdir"]) == dlbridge.get_pkgconfig_dir() + "\n"
+    assert run([sys.executable, "-m", "dlbridge", "--cmakedir"]) == dlbridge.get_cmake_dir() + "\n"
 
 
 def test_meson_dependency_through_pkg_config(tmp_path):
@@ -116,6 +118,54 @@ def test_meson_dependency_through_pkg_config(tmp_path):
     assert re.search(r"Run-time dependency dlbridge found: YES " + re.escape(dlbridge.__version__), setup), setup
     run(["meson", "compile", "-C", str(build)], env=env)
     check_program(build / "example")
+
+
+def cmake():
+    """The cmake of the cmake package from PyPI (tests/requirements.txt), or one on PATH."""
+    try:
+        import cmake as package
+    except ImportError:
+        return shutil.which("cmake") or pytest.skip("needs cmake: pip install cmake (tests/requirements.txt)")
+    return os.path.join(package.CMAKE_BIN_DIR, "cmake")
+
+
+def test_cmake_find_package(tmp_path):
+    # The example's CMakeLists.txt: find_package(dlbridge 0.1 CONFIG REQUIRED)
+    # and dlbridge::dlbridge, which brings the headers and C++20 (the project
+    # sets no standard of its own).
+    build = tmp_path / "build"
+    configure = run([cmake(), "-S", str(EXAMPLE), "-B", str(build), f"-Ddlbridge_DIR={dlbridge.get_cmake_dir()}",
+                     f"-DCMAKE_CXX_COMPILER={shutil.which(CXX)}"])
+    assert "CMake Warning" not in configure, configure
+    run([cmake(), "--build", str(build), "--verbose"])
+    check_program(build / "example")
+    flags = (build / "CMakeFiles" / "example.dir" / "flags.make").read_text()
+    assert re.search(r"-std=(gnu|c)\+\+20", flags), flags
+    assert f"-isystem {dlbridge.get_include()}" in flags or f"-I{dlbridge.get_include()}" in flags, flags
+
+
+@pytest.mark.parametrize("wanted, found", [("0.1", True), (dlbridge.__version__, True), ("0.0", False),
+                                           ("0.2", False), ("1.0", False), ("0.1.0...<0.2", True)])
+def test_cmake_version_check(tmp_path, wanted, found):
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(v NONE)\n"
+        f"find_package(dlbridge {wanted} CONFIG)\nmessage(STATUS \"found=${{dlbridge_FOUND}} ${{dlbridge_VERSION}}\")\n")
+    out = run([cmake(), "-S", str(tmp_path), "-B", str(tmp_path / "build"), f"-Ddlbridge_DIR={dlbridge.get_cmake_dir()}"])
+    assert (f"found=1 {dlbridge.__version__}" if found else "found=0") in out, out
+
+
+def test_cmake_config_is_relocatable(tmp_path):
+    package = pathlib.Path(dlbridge.__file__).parent
+    for part in ("include", "lib"):
+        shutil.copytree(package / part, tmp_path / "moved" / part)
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(m NONE)\nfind_package(dlbridge CONFIG REQUIRED)\n"
+        "get_target_property(dirs dlbridge::dlbridge INTERFACE_INCLUDE_DIRECTORIES)\n"
+        "message(STATUS \"dirs=${dirs};module=${dlbridge_MODULE_INTERFACE}\")\n")
+    moved = os.path.realpath(tmp_path / "moved")
+    out = run([cmake(), "-S", str(tmp_path), "-B", str(tmp_path / "build"),
+               f"-DCMAKE_PREFIX_PATH={tmp_path / 'moved'}"])  # <prefix>/lib/cmake/dlbridge is searched
+    assert f"dirs={moved}/include;module={moved}/include/dlbridge.cppm" in out, out
 
 
 @pytest.mark.parametrize("flags_from", ["pkg-config", "python -m dlbridge --cflags"])
@@ -176,3 +226,5 @@ def test_cpp_guide_quotes_the_example():
         while lines and lines[0].startswith("#"):  # the guide explains what the header comment says
             lines.pop(0)
         assert "\n".join(lines).strip() in guide, f"docs/cpp-guide.md does not quote {meson_build}"
+    cmake_lists = [line for line in (EXAMPLE / "CMakeLists.txt").read_text().splitlines() if not line.startswith("#")]
+    assert "\n".join(cmake_lists).strip() in guide, "docs/cpp-guide.md does not quote CMakeLists.txt"

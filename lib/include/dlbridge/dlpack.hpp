@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "dlbridge/config.hpp"  // first: the C++20 check
+
 namespace dlb {
 
 inline constexpr std::uint32_t dlpack_major_version = 1;

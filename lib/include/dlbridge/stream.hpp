@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dlbridge/config.hpp"  // the C++20 check
+
 namespace dlb {
 
 using cuda_stream = std::uintptr_t;
