@@ -161,6 +161,10 @@ def main(doc: str, rows_fn, argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke pass: few samples")
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dlbridge {dlbridge.__version__}")
-    print(table(rows_fn(args.quick)))
+    rows = rows_fn(args.quick)
+    print(table(rows))
+    print("notes:")
+    for i, r in enumerate(rows, 1):
+        print(f"  {i}. {r.name}: {r.note}")
     return 0
 

@@ -69,14 +69,15 @@ def setarch_prefix() -> list[str]:
     return []
 
 
-def count(target: str, n: int, prefix: list[str]) -> int:
-    """Total instructions (Ir) callgrind collected over a child run."""
+def count(target: str, n: int, prefix: list[str], script: str = __file__) -> int:
+    """Total instructions (Ir) callgrind collected over a child run
+    (`script --child TARGET N`)."""
     # One thread per library: idle OpenBLAS/OpenMP workers spin, and their
     # instructions vary from run to run.
     env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
     cmd = prefix + ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                    sys.executable, os.path.abspath(__file__), "--child", target, str(n)]
+                    sys.executable, os.path.abspath(script), "--child", target, str(n)]
     result = subprocess.run(cmd, capture_output=True, text=True, env=env)
     found = re.search(r"Collected : (\d+)", result.stderr)
     if result.returncode != 0 or not found:
@@ -90,13 +91,13 @@ def valgrind_version() -> str | None:
     return subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip()
 
 
-def per_call(n: int, targets=TARGETS, jobs: int | None = None) -> tuple[dict[str, float], str]:
-    """Ir per iteration of each target, and a description of the setup."""
+def per_call(n: int, targets=TARGETS, jobs: int | None = None, script: str = __file__) -> tuple[dict[str, float], str]:
+    """Ir per iteration of each target (of `script --child`), and a description of the setup."""
     prefix = setarch_prefix()
     work = [(t, k) for t in targets for k in (n, 2 * n)]
     jobs = jobs or max(1, min(len(work), os.cpu_count() or 1))
     with ThreadPoolExecutor(jobs) as pool:
-        totals = dict(zip(work, pool.map(lambda w: count(w[0], w[1], prefix), work)))
+        totals = dict(zip(work, pool.map(lambda w: count(w[0], w[1], prefix, script), work)))
     setup = (f"{valgrind_version()}, N={n} and 2N={2 * n}, PYTHONHASHSEED=0, "
              f"{'setarch -R' if prefix else 'ASLR on (setarch -R unavailable)'}")
     return {t: (totals[t, 2 * n] - totals[t, n]) / n for t in targets}, setup

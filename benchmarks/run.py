@@ -3,13 +3,13 @@
     python benchmarks/run.py                  # the full suite (a few minutes)
     python benchmarks/run.py --quick          # smoke pass for CI (under about a minute)
     python benchmarks/run.py --no-callgrind   # without the valgrind instruction counts
-    python benchmarks/run.py --only exchange,cython
+    python benchmarks/run.py --only exchange,arguments
 
 Groups, in the order they run:
 
 - exchange  (exchange.py): per-call DLPack exchange against NumPy and PyTorch;
-- cython    (consumers.py): a downstream Cython function taking an Array and
-  building a checked typed view, in ns per array argument;
+- arguments (arguments.py): a compiled function's array argument, with
+  dlbridge's converter against Cython, nanobind and pybind11 (issue 12);
 - copies    (copies.py): CPU copies against NumPy, as bandwidth ratios;
 - callgrind (instructions.py): instructions per from_dlpack call (valgrind);
 - gpu       (gpu.py): GPU copies against cudaMemcpyAsync and exchange against
@@ -37,14 +37,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import dlbridge  # noqa: E402
-import consumers  # noqa: E402
+import arguments  # noqa: E402
 import copies  # noqa: E402
 import exchange  # noqa: E402
 import gpu  # noqa: E402
 import instructions  # noqa: E402
 from _harness import table  # noqa: E402
 
-GROUPS = ("exchange", "cython", "copies", "callgrind", "gpu")
+GROUPS = ("exchange", "arguments", "copies", "callgrind", "gpu")
 
 
 def cpu_model() -> str:
@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         if group == "exchange":
             rows += exchange.rows(args.quick)
-        elif group == "cython":
-            rows += consumers.rows(args.quick)
+        elif group == "arguments":
+            rows += arguments.rows(args.quick)
         elif group == "copies":
             rows += copies.rows(args.quick)
         elif group == "callgrind":

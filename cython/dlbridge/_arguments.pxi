@@ -65,8 +65,16 @@ cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, c
         return _fail(e)
 
 
+cdef Py_ssize_t _tensor_offset():
+    """Where an Array's tensor lies in the object, measured on one."""
+    cdef Array probe = Array.__new__(Array)
+    return <char*>&probe.t - <char*><PyObject*>probe
+
+
 cdef cpp.argument_api _argument_api_table
 _argument_api_table.version = cpp.argument_api_version
+_argument_api_table.array_type = <PyTypeObject*>Array
+_argument_api_table.tensor_offset = _tensor_offset()
 _argument_api_table.borrow = _borrow
 
 # The table lives as long as the module, which Python never unloads.

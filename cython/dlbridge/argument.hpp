@@ -19,6 +19,7 @@
 
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/python.hpp"
+#include "dlbridge/tensor.hpp"
 #include "dlbridge/validate.hpp"
 
 namespace dlb::python {
@@ -29,18 +30,23 @@ struct borrowed_array {
   DLTensor tensor{};
   bool readonly = false;
   PyObject* owner = nullptr;           // a new reference, or nullptr: the object itself holds the memory
-  std::int64_t strides[max_ndim] = {};  // element strides, where the producer has none to point at
+  std::int64_t strides[max_ndim];      // element strides, where the producer has none to point at (not
+                                       // zeroed: 512 bytes per call, and only the first ndim are read)
 };
 
 // The converter's C interface, published by dlbridge._array as the capsule
 // dlbridge._array._argument_api ("dlbridge.argument_api").
 struct argument_api {
   std::uint32_t version;  // argument_api_version
+  // dlbridge.Array and where its dlb::tensor lies in the object: an exact
+  // Array lends its tensor inline, with no call (see array_argument).
+  PyTypeObject* array_type;
+  std::ptrdiff_t tensor_offset;
   // Fills `out` from `object`: 0, or -1 with a Python exception set
   // (TypeError naming `function` and `name` where object is no array).
   int (*borrow)(PyObject* object, borrowed_array* out, const char* function, const char* name);
 };
-inline constexpr std::uint32_t argument_api_version = 1;
+inline constexpr std::uint32_t argument_api_version = 2;
 inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";
 
 // The converter, found once per extension module (imports dlbridge._array).
@@ -72,17 +78,19 @@ class array_argument {
 
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
   array_argument(PyObject* object, const char* function, const char* name) {
-    borrowed_array b;
-    if (get_argument_api().borrow(object, &b, function, name) != 0) throw python_error_already_set{};
-    try {
-      view_ = View::from_validated(b.tensor, b.readonly);
-    } catch (const import_failure& e) {
-      Py_XDECREF(b.owner);
-      std::string m = std::string(function) + "(): argument '" + name + "': ";
-      if (e.error().axis >= 0) m += "axis " + std::to_string(e.error().axis) + ": ";
-      throw argument_mismatch(m + "expected " + e.error().expected + ", got " + e.error().received);
+    const argument_api& api = get_argument_api();
+    if (Py_TYPE(object) == api.array_type) {
+      // The commonest input takes no call: the Array's own tensor, validated
+      // when it was made. (An Array holding none goes the long way, to its error.)
+      const auto& t = *reinterpret_cast<const tensor*>(reinterpret_cast<const char*>(object) + api.tensor_offset);
+      if (t.has_value()) {
+        take(t.dltensor(), t.readonly(), nullptr, function, name);
+        return;
+      }
     }
-    owner_ = b.owner;
+    borrowed_array b;
+    if (api.borrow(object, &b, function, name) != 0) throw python_error_already_set{};
+    take(b.tensor, b.readonly, b.owner, function, name);
   }
 
   array_argument(const array_argument&) = delete;
@@ -99,6 +107,20 @@ class array_argument {
   [[nodiscard]] const View& view() const noexcept { return view_; }
 
  private:
+  // Takes the view of a validated tensor and the reference `owner` (or
+  // nullptr): kept on success, released when the view's demands are unmet.
+  void take(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
+    try {
+      view_ = View::from_validated(tensor, readonly);
+    } catch (const import_failure& e) {
+      Py_XDECREF(owner);
+      std::string m = std::string(function) + "(): argument '" + name + "': ";
+      if (e.error().axis >= 0) m += "axis " + std::to_string(e.error().axis) + ": ";
+      throw argument_mismatch(m + "expected " + e.error().expected + ", got " + e.error().received);
+    }
+    owner_ = owner;
+  }
+
   PyObject* owner_ = nullptr;
   View view_{};
 };

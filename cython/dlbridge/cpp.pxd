@@ -1,5 +1,5 @@
 # The dlbridge C++ core (lib/include/dlbridge), declared for Cython.
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
@@ -420,6 +420,8 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
         int64_t strides[64]
     struct argument_api:
         uint32_t version
+        PyTypeObject* array_type
+        Py_ssize_t tensor_offset
         int (*borrow)(PyObject*, borrowed_array*, const char*, const char*) noexcept
     const uint32_t argument_api_version
     const char* argument_api_capsule

@@ -1,6 +1,7 @@
 // dlbridge/device.hpp: the (type, id) pair and its names.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -87,4 +88,15 @@ TEST_CASE("device: host accessibility") {
   CHECK_FALSE(device{dlb::kDLOpenCL}.is_host_accessible());
   CHECK_FALSE(device{dlb::kDLMetal}.is_host_accessible());
   CHECK_FALSE(device{dlb::kDLExtDev}.is_host_accessible());
+}
+
+TEST_CASE("device: is_dlpack_device_type is exactly the table") {
+  // is_dlpack_device_type reads a bit set built from device_type_table.
+  for (std::int64_t t : {std::int64_t(INT64_MIN), std::int64_t(-1), std::int64_t(64), std::int64_t(1) << 40})
+    CHECK_FALSE(dlb::is_dlpack_device_type(t));
+  for (std::int64_t t = 0; t < 64; ++t) {
+    bool listed = false;
+    for (const auto& info : dlb::device_type_table) listed = listed || info.type == t;
+    CHECK(dlb::is_dlpack_device_type(t) == listed);
+  }
 }

@@ -211,3 +211,14 @@ TEST_CASE("dtype: dtype_of") {
   CHECK(dlb::name(dlb::dtype_of<std::uint16_t>) == "uint16");
   CHECK(dlb::name(dlb::dtype_of<std::complex<float>>) == "complex64");
 }
+
+TEST_CASE("dtype: is_supported is exactly the table") {
+  // is_supported reads a bit set built from dtype_table; find_dtype scans the table.
+  for (int code = 0; code < 256; ++code)
+    for (int bits = 0; bits < 256; ++bits)
+      for (int lanes : {0, 1, 2, 4}) {
+        const dlb::dtype t{std::uint8_t(code), std::uint8_t(bits), std::uint16_t(lanes)};
+        CHECK(dlb::is_supported(t) == (dlb::find_dtype(t) != nullptr));
+      }
+  static_assert(dlb::is_supported(dlb::dtype(dlb::kDLFloat, 64)) && !dlb::is_supported(dlb::dtype(dlb::kDLFloat, 64, 2)));
+}

@@ -50,10 +50,23 @@ inline constexpr std::array<device_type_info, 16> device_type_table{{
     {kDLTrn, "trn"},
 }};
 
-[[nodiscard]] constexpr bool is_dlpack_device_type(std::int64_t t) {
+namespace detail {
+// The table's device types as a bit set: every import asks, and a scan of the
+// table costs more than the rest of the device check.
+inline constexpr std::uint64_t device_type_bits = [] {
+  std::uint64_t bits = 0;
+  for (const auto& info : device_type_table) bits |= std::uint64_t(1) << info.type;
+  return bits;
+}();
+static_assert([] {
   for (const auto& info : device_type_table)
-    if (info.type == t) return true;
-  return false;
+    if (info.type < 0 || info.type >= 64) return false;
+  return true;
+}(), "device_type_bits holds device types below 64");
+}  // namespace detail
+
+[[nodiscard]] constexpr bool is_dlpack_device_type(std::int64_t t) {
+  return t >= 0 && t < 64 && ((detail::device_type_bits >> t) & 1) != 0;
 }
 
 [[nodiscard]] constexpr std::string_view name(DLDeviceType t) {

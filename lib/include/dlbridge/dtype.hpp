@@ -84,10 +84,24 @@ inline constexpr std::array<dtype_info, 26> dtype_table{{
   return nullptr;
 }
 
-[[nodiscard]] constexpr bool is_supported(dtype t) { return find_dtype(t) != nullptr; }
-
 // Whether `code` is any DLPack 1.3 type code (supported or not).
 [[nodiscard]] constexpr bool is_dlpack_code(std::uint8_t code) { return code <= kDLFloat4_e2m1fn; }
+
+namespace detail {
+// The table as one 256-bit set of widths per type code: every import asks
+// is_supported, and a scan of the table costs more than the rest of it.
+inline constexpr auto supported_widths = [] {
+  std::array<std::array<std::uint64_t, 4>, kDLFloat4_e2m1fn + 1> sets{};
+  for (const auto& info : dtype_table)
+    sets[info.type.code][info.type.bits / 64] |= std::uint64_t(1) << (info.type.bits % 64);
+  return sets;
+}();
+}  // namespace detail
+
+[[nodiscard]] constexpr bool is_supported(dtype t) {
+  return t.lanes == 1 && is_dlpack_code(t.code) &&
+         ((detail::supported_widths[t.code][t.bits / 64] >> (t.bits % 64)) & 1) != 0;
+}
 
 [[nodiscard]] constexpr std::string_view name(dtype t) {
   const auto* info = find_dtype(t);

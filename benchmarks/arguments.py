@@ -1,0 +1,195 @@
+"""The argument path (issue 12): one 2-D float64 C-contiguous host array
+taken by a compiled function, with each tool an extension author could pick,
+on NumPy, PyTorch and dlbridge inputs (1x1, so that only the argument costs).
+
+benchmarks/arguments/ holds the same function written with dlbridge's
+argument converter (cpp.array_argument), the two routes it replaces (a typed
+`Array` argument, and `dlbridge.asarray` then the view, as the Cython guide
+showed before), Cython's typed memoryview and cnp.ndarray, nanobind's
+nb::ndarray and pybind11's py::array_t. It is built here with Meson against
+the installed dlbridge and the nanobind and pybind11 from PyPI
+(tests/requirements.txt), and cached under build/benchmarks/.
+
+Every value is per call, net of a bare one-argument Cython call (`def
+bare(x)`) timed in the same interleaved run; a route that refuses an input
+has no row for it. The goal rows are ratios of those net costs:
+
+- NumPy input: converter <= 0.6x cnp.ndarray (Cython's fastest route);
+- torch input: converter <= 0.1x nanobind;
+- dlbridge.Array input: converter <= 1.2x the typed `Array` argument.
+
+Without --quick, callgrind counts (instructions per call, net of the bare
+call) are given beside each goal row, where valgrind is installed.
+
+    python benchmarks/arguments.py [--quick]    # these rows only
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+import dlbridge
+import _harness
+import instructions
+from _harness import Row, compare, loop, ns
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "benchmarks" / "arguments"
+CACHE = ROOT / "build" / "benchmarks"
+
+# (module, function) of each route, and the inputs it takes.
+ROUTES = {
+    "dlbridge converter": ("args_cython", "converter", ("NumPy", "torch", "Array")),
+    "dlbridge typed Array argument": ("args_cython", "typed_array", ("Array",)),
+    "dlbridge asarray then view": ("args_cython", "through_asarray", ("NumPy", "torch", "Array")),
+    "Cython typed memoryview": ("args_cython", "memoryview_route", ("NumPy", "Array")),
+    "Cython cnp.ndarray": ("args_cython", "cnp_route", ("NumPy",)),
+    "nanobind nb::ndarray": ("args_nanobind", "view", ("NumPy", "torch", "Array")),
+    "pybind11 py::array_t": ("args_pybind11", "view", ("NumPy", "torch", "Array")),
+}
+INPUTS = ("NumPy", "torch", "Array")
+# (input, peer route, goal) of each gated ratio: converter / peer, net of the bare call.
+GOALS = [("NumPy", "Cython cnp.ndarray", 0.6), ("torch", "nanobind nb::ndarray", 0.1),
+         ("Array", "dlbridge typed Array argument", 1.2)]
+
+
+def goal_name(input_: str, peer: str) -> str:
+    return f"argument, {input_} input: converter / {peer}, net of a bare call"
+
+
+def route_name(input_: str, route: str) -> str:
+    return f"argument, {input_} input: {route}, ns over a bare call"
+
+
+def names() -> list[str]:
+    """Every row this group reports, in order."""
+    out = []
+    for input_ in INPUTS:
+        out += [goal_name(i, peer) for i, peer, _ in GOALS if i == input_]
+        out += [route_name(input_, r) for r, (_, _, takes) in ROUTES.items() if input_ in takes]
+    return out
+
+
+def _key() -> str:
+    h = hashlib.sha256(sys.version.encode() + sys.executable.encode())
+    for f in sorted(SOURCE.iterdir()):
+        h.update(f.name.encode() + f.read_bytes())
+    package = pathlib.Path(os.path.abspath(dlbridge.__file__)).parent
+    for f in sorted(package.rglob("*")):
+        if f.is_file() and "__pycache__" not in f.parts:
+            st = f.stat()
+            h.update(f"{f.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def build() -> tuple[pathlib.Path | None, str]:
+    """(folder holding the three modules, "") or (None, why they could not be built)."""
+    if not os.path.isdir(dlbridge.get_include()):
+        return None, "dlbridge is not an installed wheel (no headers): pip install ."
+    folder = CACHE / f"arguments-{_key()}"
+    if (folder / "built").is_file():
+        return folder, ""
+    shutil.rmtree(folder, ignore_errors=True)  # a build that stopped half way
+    for step in (["meson", "setup", str(folder), str(SOURCE), f"-Dpython={sys.executable}"],
+                 ["meson", "compile", "-C", str(folder)]):
+        result = subprocess.run(step, capture_output=True, text=True)
+        if result.returncode != 0:
+            return None, f"building benchmarks/arguments failed ({' '.join(step[:2])}): " + \
+                (result.stdout + result.stderr)[-500:].replace("\n", " ")
+    (folder / "built").write_text("")
+    return folder, ""
+
+
+def inputs() -> dict[str, object]:
+    import torch
+    a = np.ones((1, 1))
+    return {"NumPy": a, "torch": torch.ones(1, 1, dtype=torch.float64), "Array": dlbridge.asarray(a)}
+
+
+def functions(folder: pathlib.Path) -> dict[str, object]:
+    import importlib
+    sys.path.insert(0, str(folder))
+    try:
+        modules = {m: importlib.import_module(m) for m in ("args_cython", "args_nanobind", "args_pybind11")}
+    finally:
+        sys.path.remove(str(folder))
+    return {route: getattr(modules[m], f) for route, (m, f, _) in ROUTES.items()} | {
+        "bare": modules["args_cython"].bare}
+
+
+def child(target: str, n: int) -> None:
+    """The measured program (under valgrind): `route@input`, N calls."""
+    route, input_ = target.split("@")
+    f, x = functions(pathlib.Path(os.environ["DLB_ARGUMENTS_BUILD"]))[route], inputs()[input_]
+
+    def run(f, x, n):
+        for _ in range(n):
+            f(x)
+
+    run(f, x, n)
+
+
+def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | str:
+    """Ir per call of the bare call and of each goal row's two routes, or why there are none."""
+    # One bare call serves every input: it does nothing with its argument.
+    targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"})
+    os.environ["DLB_ARGUMENTS_BUILD"] = str(folder)
+    try:
+        ir, setup = instructions.per_call(instructions.QUICK_N, targets, script=__file__)
+    except RuntimeError as e:
+        return str(e).replace("\n", " ")[-300:]
+    return {tuple(t.split("@")): v for t, v in ir.items()} | {("setup", ""): setup}
+
+
+def rows(quick: bool = False) -> list[Row]:
+    folder, why = build()
+    if folder is None:
+        return [Row("arguments", n, "-", "-", None, "<=" if "converter /" in n else None,
+                    next((g for i, p, g in GOALS if goal_name(i, p) == n), None), note=why) for n in names()]
+    f, x = functions(folder), inputs()
+    counts = instruction_counts(folder) if not quick and instructions.valgrind_version() else None
+    samples, sample_ns = (10, 1e6) if quick else (200, 2e6)
+    out = []
+    for input_ in INPUTS:
+        taking = [r for r, (_, _, takes) in ROUTES.items() if input_ in takes]
+        for r in taking:  # each route says it takes the input (and gives the same answer)
+            assert f[r](x[input_]) == 0 or f[r](x[input_]) == 1, r
+        r_ = compare({name: loop("f(x)", f=f[name], x=x[input_]) for name in ["bare"] + taking},
+                     sample_ns=sample_ns, samples=samples)
+        bare = r_["bare"].min_ns
+        net = {name: r_[name].min_ns - bare for name in taking}
+        run_note = f"bare call {ns(bare)}; {r_['bare'].samples} samples x {r_['bare'].loops} calls"
+        for i, peer, goal in GOALS:
+            if i != input_:
+                continue
+            note = f"{ns(net['dlbridge converter'])} / {ns(net[peer])} net; {run_note}"
+            if isinstance(counts, dict):
+                c_ir = counts["dlbridge converter", input_] - counts["bare", "NumPy"]
+                p_ir = counts[peer, input_] - counts["bare", "NumPy"]
+                note += f"; callgrind net Ir {c_ir:.0f} / {p_ir:.0f} = {c_ir / p_ir:.2f} ({counts['setup', '']})"
+            elif isinstance(counts, str):
+                note += f"; callgrind failed: {counts}"
+            out.append(Row("arguments", goal_name(input_, peer), ns(r_["dlbridge converter"].min_ns),
+                           ns(r_[peer].min_ns), net["dlbridge converter"] / net[peer], "<=", goal, note=note))
+        for name in taking:
+            out.append(Row("arguments", route_name(input_, name), ns(r_[name].min_ns), ns(bare), net[name], None,
+                           None, unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--child"]:
+        child(args[1], int(args[2]))
+        return 0
+    return _harness.main(__doc__, rows, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

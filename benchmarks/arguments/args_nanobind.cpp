@@ -1,0 +1,14 @@
+// The nanobind route of benchmarks/arguments.py.
+#include <cstdint>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+namespace nb = nanobind;
+
+NB_MODULE(args_nanobind, m) {
+  m.def("bare", [](nb::handle) {});
+  m.def("view", [](nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu> x) {
+    return static_cast<int>(reinterpret_cast<std::uintptr_t>(x.data()) & 1);
+  });
+}

@@ -1,0 +1,14 @@
+// The pybind11 route of benchmarks/arguments.py.
+#include <cstdint>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(args_pybind11, m) {
+  m.def("bare", [](py::handle) {});
+  m.def("view", [](py::array_t<double, py::array::c_style> x) {
+    return static_cast<int>(reinterpret_cast<std::uintptr_t>(x.data()) & 1);
+  });
+}
