@@ -4,7 +4,7 @@
 //   rows.view()  // a rows_view of the object's memory, no copy
 //
 // The conversion creates no Python object for dlbridge arrays, NumPy
-// ndarrays and producers with a DLPack C exchange table (PyTorch), and
+// ndarrays and PyTorch tensors (through its DLPack C exchange table), and
 // validates each tensor once. A valid array that does not fit the view is
 // TypeError naming the function and the argument; a tensor DLPack cannot
 // describe is BufferError, as in from_dlpack. Create and destroy arguments
