@@ -157,6 +157,7 @@ using dlb::any_extent;
 using dlb::memory_order;
 using dlb::requirements;
 using dlb::check;
+using dlb::check_demands;
 
 // dlbridge/view.hpp
 using dlb::shape;
