@@ -199,6 +199,10 @@ def test_exchanges_that_fail_stay_the_protocols_errors(example):
             def __dlpack__(self, *args, **kwargs):
                 raise BufferError("Refusing.__dlpack__ refuses")
 
+        class Empty(dlbridge.Array):
+            def __init__(self):
+                pass
+
         class Raising:
             def __dlpack__(self, **kwargs):
                 raise RuntimeError("the producer failed")
@@ -217,6 +221,12 @@ def test_exchanges_that_fail_stay_the_protocols_errors(example):
             ("ex.dot(torch.arange(3.0, dtype=torch.float64).as_subclass(Refusing), np.ones(3))", BufferError,
              "Refusing.__dlpack__ refuses"),
             ("ex.dot(Raising(), np.ones(3))", RuntimeError, "the producer failed"),
+            # An Array made by __new__ alone holds no memory: the argument says so, as every method does.
+            ("ex.row_sums(dlbridge.Array.__new__(dlbridge.Array))", ValueError,
+             "this Array holds no array: it was made by Array.__new__ without Array.__init__ "
+             "(a subclass's __init__ must call it)"),
+            ("ex.row_sums(Empty())", ValueError, "this Empty holds no array: it was made by Empty.__new__ "
+             "without Array.__init__ (a subclass's __init__ must call it)"),
         ]
         for call, kind, message in cases:
             try:
