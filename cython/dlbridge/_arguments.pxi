@@ -3,11 +3,6 @@
 # the length of a call, for dlbridge/argument.hpp (array_argument<View>),
 # published as the capsule _argument_api.
 from cpython.exc cimport PyErr_Clear
-from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
-
-cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
-    cbool is_ndarray_type(PyTypeObject*) noexcept
-    cbool borrow_ndarray "dlb::python::numpy::borrow"(PyObject*, cpp.borrowed_array&) noexcept
 
 
 cdef int _borrow_validated(cpp.borrowed_array* out) except -1:

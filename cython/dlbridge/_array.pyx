@@ -16,6 +16,7 @@ cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FORMAT,
                              PyBUF_ND, PyBUF_RECORDS_RO, PyBUF_STRIDES, PyBUF_WRITABLE)
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uint64_t, uint8_t, uintptr_t
@@ -34,6 +35,12 @@ from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp
 
 from dlbridge._types import DeviceType
 
+
+# NumPy's ndarray read from its own fields, for from_dlpack and the argument
+# converter (NumPy's C API is imported when the first ndarray arrives).
+cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
+    cbool is_ndarray_type(PyTypeObject*) noexcept
+    cbool borrow_ndarray "dlb::python::numpy::borrow"(PyObject*, cpp.borrowed_array&) noexcept
 
 cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
     cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error

@@ -30,6 +30,10 @@ def from_dlpack(x, /, *, device=None, copy=None):
     copies (the result is writable); ``copy=False`` raises ValueError if a copy
     would be needed; ``device`` asks for the data on another device.
     """
+    if device is None and (copy is None or copy is False) and is_ndarray_type(Py_TYPE(x)):
+        a = _from_ndarray(x)  # its own fields, no capsule; None where __dlpack__ must answer
+        if a is not None:
+            return a
     if device is None and copy is None and not PyCapsule_CheckExact(x):
         a = from_exchange_api(x)  # through type(x)'s DLPack C exchange API, when it has one
         if a is not None:
@@ -81,6 +85,22 @@ cdef object _legacy_stream = cpp.legacy_default_stream
 cdef bint _host_to_cpu(int source_type, Device target):
     """Memory of `source_type` can serve a CPU target without a copy."""
     return target.value.type == cpp.kDLCPU and cpp.device(<cpp.DLDeviceType>source_type, 0).is_host_accessible()
+
+
+cdef Array _from_ndarray(object x):
+    """An Array on an exact ndarray's memory, read from its fields
+    (numpy_arrays.hpp) and holding a reference to it; None where DLPack
+    cannot carry the array as it is, so that its __dlpack__ answers."""
+    cdef cpp.borrowed_array b
+    if not borrow_ndarray(<PyObject*>x, b):
+        return None
+    cdef size_t ndim = b.tensor.ndim
+    Py_INCREF(x)  # given back by release_object, exactly once (adopt runs it if validation fails)
+    cdef cpp.tensor t = cpp.tensor.adopt(b.tensor.data, cpp.dtype(b.tensor.dtype.code, b.tensor.dtype.bits, 1),
+                                         cpp.device(cpp.kDLCPU, 0),
+                                         cpp.extents_t(b.tensor.shape, ndim), cpp.extents_t(b.tensor.strides, ndim),
+                                         b.readonly, cpp.release_object, <void*>x)
+    return wrap(t)
 
 
 # ---------------------------------------------------------------------------
