@@ -67,7 +67,7 @@ cdef extern from "Python.h":
 cdef Array wrap(cpp.tensor& t):
     cdef Array a = Array.__new__(Array)
     a.t = move(t)
-    if cpp.python_owner(a.t) == NULL:
+    if cpp.collectable_owner(a.t) == NULL:
         PyObject_GC_UnTrack(<void*>a)  # it refers to no Python object: it cannot be in a cycle
     return a
 
@@ -76,7 +76,7 @@ cdef Array _view(Array base, cpp.tensor& t):
     """wrap(t) for a view of base's memory. Where a Python object holds that
     memory, the view holds base rather than sharing its keeper: every Array
     then has a keeper of its own, whose reference the collector can follow."""
-    cdef PyObject* owner = cpp.python_owner(base.t)
+    cdef PyObject* owner = cpp.collectable_owner(base.t)
     if owner == NULL:
         return wrap(t)
     root = base
@@ -547,7 +547,7 @@ cdef class Array:
 
 
 # The collector's view of an Array: the Python object its keeper holds, when
-# the keeper is the Array's alone (see python.hpp: sole_python_owner), and
+# the keeper is the Array's alone (see python.hpp: sole_collectable_owner), and
 # clearing drops the memory. Without this, a cycle such as
 # `o.a = asarray(o)` would never be collected.
 cdef extern from *:
@@ -564,7 +564,7 @@ cdef extern from *:
 
 
 cdef int _traverse_array(PyObject* o, _visitproc visit, void* arg) noexcept:
-    cdef PyObject* owner = cpp.sole_python_owner((<Array>o).t)
+    cdef PyObject* owner = cpp.sole_collectable_owner((<Array>o).t)
     return visit(owner, arg) if owner != NULL else 0
 
 

@@ -23,10 +23,12 @@ cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shap
 def from_dlpack(x, /, *, device=None, copy=None):
     """An Array sharing the memory of any DLPack producer (array API).
 
-    Uses the DLPack C exchange API of ``type(x)`` when it has one (PyTorch
-    does) and neither ``device`` nor ``copy`` is given; otherwise asks
-    ``x.__dlpack__`` for a DLPack 1.3 capsule, falling back to the legacy
-    protocol for producers older than DLPack 1.0. ``copy=True`` always
+    Reads an exact ``numpy.ndarray``'s own fields where DLPack can carry it,
+    ``device`` is not given and ``copy`` is not True; uses the DLPack C
+    exchange API of ``type(x)`` when it has one (PyTorch does) and neither
+    ``device`` nor ``copy`` is given; otherwise asks ``x.__dlpack__`` for a
+    DLPack 1.3 capsule, falling back to the legacy protocol for producers
+    older than DLPack 1.0. ``copy=True`` always
     copies (the result is writable); ``copy=False`` raises ValueError if a copy
     would be needed; ``device`` asks for the data on another device.
     """
@@ -155,6 +157,10 @@ cdef Array _shared_array(obj, device, bint copy_false):
         a = <Array>obj
         _require(a)
         return a
+    if is_ndarray_type(Py_TYPE(obj)):
+        a = _from_ndarray(obj)  # None where the array needs its __dlpack__'s answer
+        if a is not None:
+            return a
     if hasattr(type(obj), "__dlpack__"):
         return from_dlpack(obj, device=device, copy=False if copy_false else None)
     if hasattr(obj, "__cuda_array_interface__"):

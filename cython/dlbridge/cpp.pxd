@@ -395,10 +395,10 @@ cdef extern from "dlbridge/python.hpp" namespace "dlb::python" nogil:
     void release_object(void*) noexcept
     void release_buffer(void*) noexcept
     # The Python object that holds a tensor's memory (through release_object or
-    # release_buffer), or NULL; sole_python_owner: only where no other tensor
-    # or export shares the reference.
-    PyObject* python_owner(const tensor&) noexcept
-    PyObject* sole_python_owner(const tensor&) noexcept
+    # release_buffer) where the collector can follow it, or NULL;
+    # sole_collectable_owner: only where no other tensor or export shares it.
+    PyObject* collectable_owner(const tensor&) noexcept
+    PyObject* sole_collectable_owner(const tensor&) noexcept
 
 
 cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":

@@ -92,23 +92,26 @@ inline void release_buffer(void* view) {
 inline constexpr auto release_versioned = release_managed<DLManagedTensorVersioned>;
 inline constexpr auto release_legacy = release_managed<DLManagedTensor>;
 
-// The Python object holding t's memory: the owner of release_object, the
-// exporter of release_buffer; nullptr for memory held any other way (a
-// foreign deleter may hold Python objects too, but cannot say which).
-inline PyObject* python_owner(const tensor& t) noexcept {
+// The Python object holding t's memory (the owner of release_object, the
+// exporter of release_buffer) where the garbage collector can follow it;
+// nullptr otherwise: memory held any other way (a foreign deleter may hold
+// Python objects too, but cannot say which), or an owner whose type takes no
+// part in collection (an ndarray): no cycle through it can ever be found.
+inline PyObject* collectable_owner(const tensor& t) noexcept {
   const keeper* k = t.memory_keeper();
   if (!k) return nullptr;
-  if (k->release_function() == release_object) return static_cast<PyObject*>(k->context());
-  if (k->release_function() == release_buffer) return static_cast<Py_buffer*>(k->context())->obj;
-  return nullptr;
+  PyObject* owner = nullptr;
+  if (k->release_function() == release_object) owner = static_cast<PyObject*>(k->context());
+  if (k->release_function() == release_buffer) owner = static_cast<Py_buffer*>(k->context())->obj;
+  return owner && PyType_IS_GC(Py_TYPE(owner)) ? owner : nullptr;
 }
 
-// python_owner(t) where t's keeper is shared with nothing (no view, export
-// or copy of t): then the reference is t's alone, which an Array reports to
-// the garbage collector. Shared, it is held from outside as far as the
-// collector can tell, so it is not reported (and not collected).
-inline PyObject* sole_python_owner(const tensor& t) noexcept {
-  return t.use_count() == 1 ? python_owner(t) : nullptr;
+// collectable_owner(t) where t's keeper is shared with nothing (no view,
+// export or copy of t): then the reference is t's alone, which an Array
+// reports to the garbage collector. Shared, it is held from outside as far as
+// the collector can tell, so it is not reported (and not collected).
+inline PyObject* sole_collectable_owner(const tensor& t) noexcept {
+  return t.use_count() == 1 ? collectable_owner(t) : nullptr;
 }
 
 }  // namespace dlb::python

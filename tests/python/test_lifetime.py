@@ -436,8 +436,12 @@ def test_finalizers_in_a_cycle_see_working_arrays():
 
 
 def test_arrays_that_cannot_be_in_a_cycle_cost_the_collector_nothing():
-    # Only Arrays whose memory a Python object holds are tracked.
+    # Only Arrays whose memory a Python object holds are tracked, and only
+    # where the collector can follow that object: an ndarray takes no part in
+    # collection, so no cycle through one can be found.
     assert not gc.is_tracked(dlbridge.zeros(3))
     assert not gc.is_tracked(dlbridge.from_dlpack(np.arange(3.0)))
+    assert not gc.is_tracked(dlbridge.asarray(np.arange(3.0)))
+    assert not gc.is_tracked(dlbridge.asarray(np.arange(3.0))[::-1])
     assert not gc.is_tracked(dlbridge.asarray([1.0, 2.0])[::-1])
     assert gc.is_tracked(dlbridge.asarray(Lender()))
