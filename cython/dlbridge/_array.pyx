@@ -141,6 +141,44 @@ cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
     return out
 
 
+cdef object _export_shared(const cpp.tensor& t, bint versioned):
+    """A capsule lending t's memory itself (Array.__dlpack__)."""
+    if not versioned and t.readonly():
+        raise BufferError("a read-only array cannot be exported as a legacy DLPack capsule "
+                          "(it has no read-only flag); pass max_version=(1, 3)")
+    return export_capsule(t, versioned, 0)
+
+
+cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, copy):
+    """Array.__dlpack__ given a stream, a device or a copy request: the
+    consumer's stream is ordered after a's work, and a copy is flagged IS_COPIED."""
+    cdef cpp.device d = a.t.get_device()
+    cdef cpp.device target = d
+    cdef optional[cpp.cuda_stream] consumer
+    cdef cpp.tensor out
+    if dl_device is not None:
+        target = _export_device(a, dl_device)
+    if copy is not None and type(copy) is not bool:
+        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    if stream is not None:
+        consumer = _consumer_stream(stream, target)
+    if not copy and target == d:
+        if consumer.has_value():
+            order_for_consumer(a.t, consumer.value())
+        return _export_shared(a.t, versioned)
+    if copy is False:
+        raise BufferError(f"copy=False, but exporting an array on {a.device} to device "
+                          f"{tuple(dl_device)} needs a copy")
+    try:
+        out = _copy_to(a.t, target, a.t.type())
+    except (RuntimeError, ValueError) as e:
+        what = f"to device {tuple(dl_device)}" if not (target == d) else "as a copy"
+        raise BufferError(f"cannot export an array on {a.device} {what}: {e}") from None
+    if consumer.has_value():
+        order_for_consumer(out, consumer.value())
+    return export_capsule(out, versioned, cpp.dlpack_flag_is_copied)
+
+
 cdef cpp.device _export_device(Array a, dl_device) except *:
     """The device a consumer asked __dlpack__ for (``dl_device``)."""
     if (type(dl_device) is not tuple or len(dl_device) != 2
@@ -255,6 +293,8 @@ cdef class Array:
         cdef cpp.device d = self.t.get_device()
         return (_device_types[d.type], d.id)
 
+    @cython.binding(False)
+    @cython.embedsignature.format("clinic")
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Exports the array as a DLPack capsule (array API 2025.12 semantics).
 
@@ -266,40 +306,15 @@ cdef class Array:
         flagged IS_COPIED.
         """
         _require(self)
-        cdef cpp.device d = self.t.get_device()
-        cdef cpp.device target = d
         cdef bint versioned = False
-        cdef optional[cpp.cuda_stream] consumer
-        cdef cpp.tensor out
         if max_version is not None:
             if (type(max_version) is not tuple or len(max_version) != 2
                     or type(max_version[0]) is not int or type(max_version[1]) is not int):
                 raise TypeError(f"max_version must be a (major, minor) tuple of ints, got {max_version!r}")
             versioned = max_version[0] >= 1
-        if dl_device is not None:
-            target = _export_device(self, dl_device)
-        if copy is not None and type(copy) is not bool:
-            raise TypeError(f"copy must be True, False or None, got {copy!r}")
-        if stream is not None:
-            consumer = _consumer_stream(stream, target)
-        if not copy and target == d:
-            if not versioned and self.t.readonly():
-                raise BufferError("a read-only array cannot be exported as a legacy DLPack capsule "
-                                  "(it has no read-only flag); pass max_version=(1, 3)")
-            if consumer.has_value():
-                order_for_consumer(self.t, consumer.value())
-            return export_capsule(self.t, versioned, 0)
-        if copy is False:
-            raise BufferError(f"copy=False, but exporting an array on {self.device} to device "
-                              f"{tuple(dl_device)} needs a copy")
-        try:
-            out = _copy_to(self.t, target, self.t.type())
-        except (RuntimeError, ValueError) as e:
-            what = f"to device {tuple(dl_device)}" if not (target == d) else "as a copy"
-            raise BufferError(f"cannot export an array on {self.device} {what}: {e}") from None
-        if consumer.has_value():
-            order_for_consumer(out, consumer.value())
-        return export_capsule(out, versioned, cpp.dlpack_flag_is_copied)
+        if stream is None and dl_device is None and copy is None:  # what most consumers ask
+            return _export_shared(self.t, versioned)
+        return _export_as_asked(self, stream, versioned, dl_device, copy)
 
     # -- devices ------------------------------------------------------------
     def to_device(self, device, /, *, stream=None):

@@ -20,6 +20,8 @@ cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shap
 # ---------------------------------------------------------------------------
 # from_dlpack
 
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 def from_dlpack(x, /, *, device=None, copy=None):
     """An Array sharing the memory of any DLPack producer (array API).
 
@@ -32,6 +34,10 @@ def from_dlpack(x, /, *, device=None, copy=None):
     copies (the result is writable); ``copy=False`` raises ValueError if a copy
     would be needed; ``device`` asks for the data on another device.
     """
+    return _from_dlpack(x, device, copy)
+
+
+cdef Array _from_dlpack(x, device, copy):
     if device is None and (copy is None or copy is False) and is_ndarray_type(Py_TYPE(x)):
         a = _from_ndarray(x)  # its own fields, no capsule; None where __dlpack__ must answer
         if a is not None:
@@ -98,16 +104,17 @@ cdef Array _from_ndarray(object x):
         return None
     cdef size_t ndim = b.tensor.ndim
     Py_INCREF(x)  # given back by release_object, exactly once (adopt runs it if validation fails)
-    cdef cpp.tensor t = cpp.tensor.adopt(b.tensor.data, cpp.dtype(b.tensor.dtype.code, b.tensor.dtype.bits, 1),
-                                         cpp.device(cpp.kDLCPU, 0),
-                                         cpp.extents_t(b.tensor.shape, ndim), cpp.extents_t(b.tensor.strides, ndim),
-                                         b.readonly, cpp.release_object, <void*>x)
-    return wrap(t)
+    return wrap(cpp.tensor.adopt(b.tensor.data, cpp.dtype(b.tensor.dtype.code, b.tensor.dtype.bits, 1),
+                                 cpp.device(cpp.kDLCPU, 0),
+                                 cpp.extents_t(b.tensor.shape, ndim), cpp.extents_t(b.tensor.strides, ndim),
+                                 b.readonly, cpp.release_object, <void*>x))
 
 
 # ---------------------------------------------------------------------------
 # asarray and its sources
 
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
     """An Array from any array-like (array API).
 
@@ -162,7 +169,7 @@ cdef Array _shared_array(obj, device, bint copy_false):
         if a is not None:
             return a
     if hasattr(type(obj), "__dlpack__"):
-        return from_dlpack(obj, device=device, copy=False if copy_false else None)
+        return _from_dlpack(obj, device, False if copy_false else None)
     if hasattr(obj, "__cuda_array_interface__"):
         return _from_cuda_array_interface(obj)
     if _has_array_interface_data(obj):

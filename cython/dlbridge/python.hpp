@@ -55,14 +55,21 @@ inline int raise_python_error() {
 // Runs `f` with a pending Python exception of this thread set aside, so that
 // code run by a deleter (Python code included) neither sees nor clobbers it.
 // Without the GIL there is no pending exception of ours to protect.
+// keeping_held_exception: the same, for callers that hold the GIL.
+template <class F>
+void keeping_held_exception(F&& f) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  const bool pending = PyErr_Occurred() != nullptr;  // rarely: fetching costs every release
+  if (pending) PyErr_Fetch(&type, &value, &traceback);
+  f();
+  if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
+  if (pending) PyErr_Restore(type, value, traceback);
+}
+
 template <class F>
 void keeping_exception(F&& f) {
   if (!Py_IsInitialized() || !PyGILState_Check()) return f();
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  f();
-  if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
-  PyErr_Restore(type, value, traceback);
+  keeping_held_exception(f);
 }
 
 // Release functions for dlb::tensor. They run on whichever thread drops the
@@ -77,14 +84,14 @@ void release_managed(void* m) {
 inline void release_object(void* object) {
   if (!Py_IsInitialized()) return;
   const PyGILState_STATE gil = PyGILState_Ensure();
-  keeping_exception([object] { Py_XDECREF(static_cast<PyObject*>(object)); });
+  keeping_held_exception([object] { Py_XDECREF(static_cast<PyObject*>(object)); });
   PyGILState_Release(gil);
 }
 
 inline void release_buffer(void* view) {
   if (!Py_IsInitialized()) return;
   const PyGILState_STATE gil = PyGILState_Ensure();
-  keeping_exception([view] { PyBuffer_Release(static_cast<Py_buffer*>(view)); });
+  keeping_held_exception([view] { PyBuffer_Release(static_cast<Py_buffer*>(view)); });
   PyGILState_Release(gil);
   std::free(view);
 }

@@ -35,14 +35,14 @@ using extents_t = std::span<const std::int64_t>;
 // Product of the extents; nullopt if it overflows int64. Extents must be >= 0.
 [[nodiscard]] constexpr std::optional<std::int64_t> element_count(extents_t shape) {
   std::int64_t n = 1;
+  bool overflow = false;
   for (auto e : shape) {
     if (e == 0) return 0;  // an empty axis makes any other product irrelevant
+    const auto next = checked_mul(n, e);
+    overflow = overflow || !next;
+    if (next) n = *next;
   }
-  for (auto e : shape) {
-    auto next = checked_mul(n, e);
-    if (!next) return std::nullopt;
-    n = *next;
-  }
+  if (overflow) return std::nullopt;
   return n;
 }
 

@@ -2,6 +2,7 @@
 // the route it came by (capsule, exchange API, array interfaces, buffer).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -97,18 +98,18 @@ inline std::string describe(dtype t) {
                             "extents " + detail::describe(shape)};
     }
   }
-  const auto count = element_count(shape);
   // Checked for empty tensors too, since the tensor still keeps data + byte_offset.
   const auto base = reinterpret_cast<std::uintptr_t>(t.data);
   if (t.byte_offset > UINTPTR_MAX - base)
     return import_error{"byte_offset", -1, "an address inside the address space",
                         "byte_offset " + to_string(t.byte_offset)};
-  if (*count == 0) return std::nullopt;  // no element is ever read: data and strides are free
+  // An empty tensor: no element is ever read, so data and strides are free.
+  if (std::ranges::find(shape, 0) != shape.end()) return std::nullopt;
   if (t.data == nullptr) return import_error{"data", -1, "a pointer for a non-empty tensor", "NULL"};
 
   std::optional<byte_extent> span;
   if (t.strides == nullptr) {
-    span = byte_extent{0, static_cast<std::int64_t>(type.storage_bytes(std::uint64_t(*count)))};
+    span = byte_extent{0, static_cast<std::int64_t>(type.storage_bytes(std::uint64_t(*element_count(shape))))};
   } else {
     const extents_t strides(t.strides, static_cast<std::size_t>(t.ndim));
     if (type.is_subbyte() && !is_c_contiguous(shape, strides))
