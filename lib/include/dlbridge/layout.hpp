@@ -176,13 +176,22 @@ struct shape_error {
 // PyTorch). Each caller words the error as its own exception.
 [[nodiscard]] constexpr std::optional<shape_error> check_shape(extents_t shape, dtype type) {
   if (shape.size() > std::size_t(max_ndim)) return shape_error{shape_defect::too_many_axes};
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] < 0) return shape_error{shape_defect::negative_extent, std::int32_t(i)};
+  // One pass over the axes (every import runs this): the byte size, and the
+  // C-order stride volume in bytes. With every factor >= 1, a product
+  // overflows in this order exactly when it overflows in any other; an empty
+  // axis makes the byte size 0 whatever came before.
   const auto itemsize = std::int64_t(type.itemsize());
-  const auto count = element_count(shape);
-  if (!count || !checked_mul(*count, itemsize)) return shape_error{shape_defect::size_overflow};
-  const auto volume = stride_volume(shape);
-  if (!volume || !checked_mul(*volume, itemsize)) return shape_error{shape_defect::strides_overflow};
+  std::int64_t bytes = itemsize, volume = itemsize;
+  bool empty = false, bytes_overflow = false, volume_overflow = false;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const std::int64_t e = shape[i];
+    if (e < 0) return shape_error{shape_defect::negative_extent, std::int32_t(i)};
+    empty = empty || e == 0;
+    bytes_overflow = bytes_overflow || __builtin_mul_overflow(bytes, e, &bytes);
+    volume_overflow = volume_overflow || __builtin_mul_overflow(volume, std::max<std::int64_t>(e, 1), &volume);
+  }
+  if (bytes_overflow && !empty) return shape_error{shape_defect::size_overflow};
+  if (volume_overflow) return shape_error{shape_defect::strides_overflow};
   return std::nullopt;
 }
 

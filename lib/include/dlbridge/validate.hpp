@@ -168,8 +168,9 @@ struct requirements {
     const extents_t shape(t.shape, std::size_t(t.ndim));
     if (!t.strides) c_strides(shape, {c_order, std::size_t(t.ndim)});
     const extents_t strides(t.strides ? t.strides : c_order, std::size_t(t.ndim));
-    const bool c = is_c_contiguous(shape, strides), f = is_f_contiguous(shape, strides);
-    const bool ok = r.order == memory_order::c ? c : r.order == memory_order::f ? f : c || f;
+    const bool ok = r.order == memory_order::c   ? is_c_contiguous(shape, strides)
+                    : r.order == memory_order::f ? is_f_contiguous(shape, strides)
+                                                 : is_c_contiguous(shape, strides) || is_f_contiguous(shape, strides);
     if (!ok) {
       const char* wanted = r.order == memory_order::c ? "C-contiguous strides"
                            : r.order == memory_order::f ? "Fortran-contiguous strides"
