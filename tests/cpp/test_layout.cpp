@@ -401,6 +401,10 @@ TEST_CASE("check_shape: the one rule for every array's shape, naming the defect"
   CHECK(!defect({std::int64_t{1} << 61}, i8));
   CHECK(defect({0, 3, (std::int64_t{1} << 62) + 1}, i8) == std::pair(shape_defect::strides_overflow, -1));
   CHECK(defect({0, INT64_MAX}, f64) == std::pair(shape_defect::strides_overflow, -1));
+  // The byte size overflows before an empty axis: empty wins; the strides still overflow.
+  CHECK(defect({std::int64_t{1} << 62, 4, 0}, f64) == std::pair(shape_defect::strides_overflow, -1));
+  CHECK(!defect({std::int64_t{1} << 59, 0, 2}, i8));
+  CHECK(defect({INT64_MAX, 2, -1}, f64) == std::pair(shape_defect::negative_extent, 2));  // after an overflow too
 }
 
 TEST_CASE("require_shape: check_shape as allocators throw it") {

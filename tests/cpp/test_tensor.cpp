@@ -197,6 +197,31 @@ TEST_CASE("tensor: copies share the memory, moves transfer it") {
   CHECK(c.calls == 1);
 }
 
+TEST_CASE("tensor: moves and swaps carry every field, inline and heap extents alike") {
+  std::vector<float> small_data(6), big_data(32);
+  const vec small_shape{2, 3}, small_strides{1, 2};
+  const vec big_shape{2, 1, 2, 2, 2, 1}, big_strides{8, 8, 4, 2, 1, 1};
+  auto small = dlb::tensor::adopt(small_data.data(), f32, {}, small_shape, small_strides, true, nullptr, nullptr);
+  auto big = dlb::tensor::adopt(big_data.data(), f32, {}, big_shape, big_strides, false, nullptr, nullptr);
+  const auto same = [](const dlb::tensor& t, const std::vector<float>& data, const vec& shape, const vec& strides,
+                       bool readonly) {
+    return t.data() == data.data() && to_vec(t.shape()) == shape && to_vec(t.strides()) == strides &&
+           t.readonly() == readonly && t.ndim() == std::int32_t(shape.size());
+  };
+  small.swap(big);
+  CHECK(same(small, big_data, big_shape, big_strides, false));
+  CHECK(same(big, small_data, small_shape, small_strides, true));
+  dlb::tensor moved(std::move(small));
+  CHECK(same(moved, big_data, big_shape, big_strides, false));
+  CHECK_FALSE(small.has_value());  // NOLINT(bugprone-use-after-move): moved-from is empty
+  CHECK(small.ndim() == 0);        // NOLINT(bugprone-use-after-move)
+  auto& alias = moved;
+  moved = std::move(alias);  // self-move changes nothing
+  CHECK(same(moved, big_data, big_shape, big_strides, false));
+  big = std::move(moved);
+  CHECK(same(big, big_data, big_shape, big_strides, false));
+}
+
 TEST_CASE("tensor: assigning over a tensor releases what it held") {
   counter first, second;
   float x = 0, y = 0;
