@@ -86,9 +86,21 @@ class array_argument {
   array_argument() = default;
 
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
-  // The view is made in place (an extra copy of it showed in the profile).
-  array_argument(PyObject* object, const char* function, const char* name)
-      : view_(borrow(object, function, name, owner_)) {}
+  array_argument(PyObject* object, const char* function, const char* name) {
+    const argument_api& api = get_argument_api();
+    if (Py_TYPE(object) == api.array_type) {
+      // The commonest input takes no call: the Array's own tensor, validated
+      // when it was made. (An Array holding none goes the long way, to its error.)
+      const auto& t = *reinterpret_cast<const tensor*>(reinterpret_cast<const char*>(object) + api.tensor_offset);
+      if (t.has_value()) {
+        take(t.dltensor(), t.readonly(), nullptr, function, name);
+        return;
+      }
+    }
+    borrowed_array b;
+    if (api.borrow(object, &b, function, name) != 0) throw python_error_already_set{};
+    take(b.tensor, b.readonly, b.owner, function, name);
+  }
 
   array_argument(const array_argument&) = delete;
   array_argument& operator=(const array_argument&) = delete;
@@ -104,32 +116,16 @@ class array_argument {
   [[nodiscard]] const View& view() const noexcept { return view_; }
 
  private:
-  // The view of `object`, storing in `owner` the reference that keeps its
-  // memory (nullptr where the object itself does).
-  static View borrow(PyObject* object, const char* function, const char* name, PyObject*& owner) {
-    const argument_api& api = get_argument_api();
-    if (Py_TYPE(object) == api.array_type) {
-      // The commonest input takes no call: the Array's own tensor, validated
-      // when it was made. (An Array holding none goes the long way, to its error.)
-      const auto& t = *reinterpret_cast<const tensor*>(reinterpret_cast<const char*>(object) + api.tensor_offset);
-      if (t.has_value()) return fitted(t.dltensor(), t.readonly(), nullptr, function, name);
-    }
-    borrowed_array b;
-    if (api.borrow(object, &b, function, name) != 0) throw python_error_already_set{};
-    View v = fitted(b.tensor, b.readonly, b.owner, function, name);
-    owner = b.owner;
-    return v;
-  }
-
-  // The view of a validated tensor; `owner` (a reference, or nullptr) is
-  // released when the view's demands are unmet.
-  static View fitted(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
+  // Takes the view of a validated tensor and the reference `owner` (or
+  // nullptr): kept on success, released when the view's demands are unmet.
+  void take(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
     try {
-      return View::from_validated(tensor, readonly);
+      view_ = View::from_validated(tensor, readonly);
     } catch (const import_failure& e) {
       Py_XDECREF(owner);
       throw_mismatch(e.error(), function, name);
     }
+    owner_ = owner;
   }
 
   PyObject* owner_ = nullptr;
