@@ -408,3 +408,47 @@ def test_guide_quotes_the_example_verbatim():
     root = GUIDE.parents[1]
     for name, block in blocks:
         assert block in (root / name).read_text(), f"{name} no longer contains:\n{block}"
+
+
+def test_plain_cpp_extension_takes_every_producer(example):
+    # dlb_plain.cpp: the same converter from C++ with no Cython
+    # (dlb::python::array_argument, <dlbridge/argument.hpp>).
+    run(example, """
+        import sys
+        import dlb_plain
+        a = np.arange(6.0).reshape(2, 3)
+        for x in (a, a.T, torch.from_numpy(a), dlbridge.asarray(a), a[:, ::-2], memoryview(a)):
+            assert dlb_plain.row_sums(x) == np.asarray(x).sum(axis=1).tolist(), x
+        y = np.zeros(4)
+        before = sys.getrefcount(y)
+        for _ in range(200):
+            dlb_plain.fill_(y, 2.5)
+        assert y.tolist() == [2.5] * 4 and sys.getrefcount(y) == before
+        t = torch.zeros(3, dtype=torch.float64)
+        dlb_plain.fill_(t, 1.0)
+        assert t.tolist() == [1.0] * 3
+        frozen = np.zeros(3)
+        frozen.flags.writeable = False
+        cases = [
+            (lambda: dlb_plain.row_sums(np.zeros((2, 3), np.float32)), "row_sums(): argument 'x': expected float64, got float32"),
+            (lambda: dlb_plain.row_sums(np.zeros(3)), "row_sums(): argument 'x': expected ndim 2, got 1"),
+            (lambda: dlb_plain.fill_(frozen, 1.0), "fill_(): argument 'y': expected writable data, got read-only data"),
+            (lambda: dlb_plain.fill_(np.zeros(6)[::2], 1.0), "fill_(): argument 'y': expected C-contiguous strides, got strides (2,)"),
+            (lambda: dlb_plain.row_sums([[1.0]]), "row_sums(): argument 'x': expected an array (an object with __dlpack__, "
+                                                  "__cuda_array_interface__, __array_interface__ or the buffer protocol), got list"),
+        ]
+        for call, message in cases:
+            try:
+                call()
+            except TypeError as e:
+                assert str(e) == message, (str(e), message)
+            else:
+                raise AssertionError(f"no TypeError: {message}")
+        try:
+            dlb_plain.row_sums(np.arange(3, dtype=">f8").reshape(1, 3))
+        except BufferError as e:
+            assert "native byte order" in str(e), e
+        else:
+            raise AssertionError("byte-swapped data was taken")
+        assert sys.getrefcount(frozen) == 2
+    """)

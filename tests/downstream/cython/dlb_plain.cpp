@@ -1,0 +1,70 @@
+// The argument converter in a CPython extension written in plain C++, with
+// no Cython (docs/cython-guide.md, "Array arguments"). Built beside the
+// Cython example against the installed dlbridge, and used by
+// tests/python/test_cython_consumers.py.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dlbridge/argument.hpp>
+
+namespace {
+
+using rows_view = dlb::view<const double, dlb::ndim<2>, dlb::cpu>;
+using column_view = dlb::view<double, dlb::ndim<1>, dlb::c_contig, dlb::cpu>;
+
+// row_sums(x): a list of the sums of the rows of a 2-D float64 array, any
+// strides, from any producer.
+PyObject* row_sums(PyObject*, PyObject* x) {
+  try {
+    const dlb::python::array_argument<rows_view> rows(x, "row_sums", "x");
+    const rows_view& v = rows.view();
+    PyObject* out = PyList_New(Py_ssize_t(v.shape(0)));
+    if (!out) return nullptr;
+    for (std::int64_t i = 0; i < v.shape(0); ++i) {
+      double total = 0;
+      for (std::int64_t j = 0; j < v.shape(1); ++j) total += v(i, j);
+      PyObject* item = PyFloat_FromDouble(total);
+      if (!item) {
+        Py_DECREF(out);
+        return nullptr;
+      }
+      PyList_SET_ITEM(out, Py_ssize_t(i), item);
+    }
+    return out;
+  } catch (...) {
+    dlb::python::raise_python_error();  // TypeError, BufferError, or the error already set
+    return nullptr;
+  }
+}
+
+// fill_(y, value): writes value into a writable, contiguous 1-D float64 array.
+PyObject* fill_(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError, "fill_() takes 2 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  const double value = PyFloat_AsDouble(args[1]);
+  if (value == -1.0 && PyErr_Occurred()) return nullptr;
+  try {
+    const dlb::python::array_argument<column_view> y(args[0], "fill_", "y");
+    for (std::int64_t i = 0; i < y.view().shape(0); ++i) y.view()(i) = value;
+    Py_RETURN_NONE;
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+}
+
+PyMethodDef methods[] = {
+    {"row_sums", row_sums, METH_O, "The sums of the rows of a 2-D float64 array."},
+    {"fill_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fill_)), METH_FASTCALL,
+     "Fills a writable contiguous 1-D float64 array with a value."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "dlb_plain", "dlbridge's argument converter from plain C++.", -1,
+                      methods, nullptr, nullptr, nullptr, nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit_dlb_plain() { return PyModule_Create(&module); }
