@@ -68,7 +68,7 @@ cdef Array wrap(cpp.tensor& t):
     cdef Array a = Array.__new__(Array)
     a.t = move(t)
     if cpp.collectable_owner(a.t) == NULL:
-        PyObject_GC_UnTrack(<void*>a)  # it refers to no Python object: it cannot be in a cycle
+        PyObject_GC_UnTrack(<void*>a)  # no Python object it refers to can close a cycle the collector sees
     return a
 
 

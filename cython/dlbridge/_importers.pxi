@@ -164,10 +164,6 @@ cdef Array _shared_array(obj, device, bint copy_false):
         a = <Array>obj
         _require(a)
         return a
-    if is_ndarray_type(Py_TYPE(obj)):
-        a = _from_ndarray(obj)  # None where the array needs its __dlpack__'s answer
-        if a is not None:
-            return a
     if hasattr(type(obj), "__dlpack__"):
         return _from_dlpack(obj, device, False if copy_false else None)
     if hasattr(obj, "__cuda_array_interface__"):

@@ -1,7 +1,8 @@
 // NumPy's ndarray read straight from its fields, for the argument converter,
-// from_dlpack and asarray: no __dlpack__ call, no capsule. Built against NumPy 2's headers; active only
-// once an ndarray has arrived (dlbridge never imports NumPy) and only with
-// NumPy >= 2 running. Included by _array.pyx alone.
+// from_dlpack and asarray: no __dlpack__ call, no capsule. Built against
+// NumPy 2's headers; active only once an ndarray has arrived (dlbridge never
+// imports NumPy) and only with NumPy >= 2 running. Included by _array.pyx
+// alone.
 #pragma once
 
 #include <Python.h>
