@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 import dlbridge
 from gpu import NO_GPU
+from peers import NUMPY_FROM_DLPACK_KEEPS_WRITABLE, numpy_from_dlpack_writable
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -378,7 +379,7 @@ def test_dlbridge_to_numpy_from_dlpack(name, layout):
         assert n.ctypes.data == d.data_ptr
         assert elem_strides(n) == d.strides
     assert n.tolist() == d.tolist() == expected(name, layout)
-    assert n.flags.writeable
+    assert n.flags.writeable is numpy_from_dlpack_writable(True, d.size)
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -873,9 +874,14 @@ def test_array_api_strict_refusals():
 def test_array_api_strict_mutation():
     d = dlb_base("int32", (2, 3))
     y = xp.from_dlpack(d)
-    y[0, 1] = 77
-    assert d.tolist()[0][1] == 77
-    np.from_dlpack(d)[1, 2] = -8
+    if NUMPY_FROM_DLPACK_KEEPS_WRITABLE:
+        y[0, 1] = 77
+        assert d.tolist()[0][1] == 77
+        np.from_dlpack(d)[1, 2] = -8
+    else:  # array_api_strict wraps np.from_dlpack, read-only before NumPy 2.2
+        with pytest.raises(ValueError, match="read-only"):
+            y[0, 1] = 77
+        np.asarray(d)[1, 2] = -8
     assert int(y[1, 2]) == -8
 
 
@@ -903,6 +909,9 @@ def test_mutation_numpy_dlbridge_torch(name, layout):
     # and back: torch -> dlbridge -> numpy, write in numpy, read in torch
     n = np.from_dlpack(dlbridge.from_dlpack(t))
     assert n.ctypes.data == a.ctypes.data
+    assert n.flags.writeable is numpy_from_dlpack_writable(True, n.size)
+    if not n.flags.writeable:  # NumPy < 2.2: write through dlbridge's array interface instead
+        n = np.asarray(dlbridge.from_dlpack(t))
     n[idx] = two
     assert as_py(t[idx]) == two
     assert a[idx].item() == two
@@ -1030,8 +1039,9 @@ def test_writable_export_is_writable():
     d = dlb_base("int16", (4,))
     assert d.readonly is False
     n = np.from_dlpack(d)
-    assert n.flags.writeable is True
-    n[0] = 123
+    assert n.flags.writeable is numpy_from_dlpack_writable(True, d.size)
+    writer = n if n.flags.writeable else np.asarray(d)  # NumPy < 2.2: every from_dlpack is read-only
+    writer[0] = 123
     assert d.tolist()[0] == 123
     assert memoryview(d).readonly is False
     assert d.__array_interface__["data"][1] is False
@@ -1056,7 +1066,8 @@ def test_readonly_buffers():
     ba = bytearray(b"\x01\x02\x03")
     e = dlbridge.asarray(ba)
     assert e.readonly is False
-    np.from_dlpack(e)[0] = 9
+    assert np.from_dlpack(e).flags.writeable is numpy_from_dlpack_writable(True, e.size)
+    np.asarray(e)[0] = 9
     assert ba[0] == 9
     assert memoryview(d).readonly is True
     with pytest.raises(TypeError, match="read-only"):
@@ -1074,7 +1085,7 @@ def test_readonly_copy_is_writable():
     _, m = capsule_struct(dlbridge.from_dlpack(a).__dlpack__(max_version=(1, 3), copy=True))
     assert m.flags & FLAG_IS_COPIED and not m.flags & FLAG_READ_ONLY
     n = np.from_dlpack(dlbridge.from_dlpack(a), copy=True)
-    assert n.flags.writeable is True
+    assert n.flags.writeable is numpy_from_dlpack_writable(True, n.size)  # a fresh copy
     assert n.ctypes.data != a.ctypes.data
 
 
@@ -1118,8 +1129,10 @@ def test_round_trip_keeps_pointer(name, via, layout):
         assert e.strides == d.strides
         assert e.dtype == d.dtype
         assert e.tolist() == d.tolist()
-        # JAX re-exports through a legacy capsule: dlbridge reads it read-only
-        assert e.readonly is (via in ("jax", "jnp"))
+        # JAX re-exports through a legacy capsule: dlbridge reads it read-only;
+        # so are NumPy's imports before 2.2, array_api_strict's included
+        numpy_made = via in ("numpy", "array_api_strict")
+        assert e.readonly is (via in ("jax", "jnp") or (numpy_made and not NUMPY_FROM_DLPACK_KEEPS_WRITABLE))
 
 
 @pytest.mark.parametrize("name", ["bfloat16"] + TORCH_FLOAT8)
@@ -1555,7 +1568,7 @@ def test_copy_true_every_layout(name, layout):
     d = dlb_view(name, layout)
     n = np.from_dlpack(d, copy=True)
     assert n.tolist() == expected(name, layout)
-    assert n.flags.writeable
+    assert n.flags.writeable is numpy_from_dlpack_writable(True, d.size)
     a = np_view(name, layout)
     e = dlbridge.from_dlpack(a, copy=True)
     assert e.tolist() == expected(name, layout)

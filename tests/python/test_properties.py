@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import dlbridge
 from dlpack_ctypes import ManagedTensor, Producer
+from peers import numpy_from_dlpack_writable
 from test_errors import HostInterface
 
 EXAMPLES = settings(max_examples=300, derandomize=True, deadline=None, database=None,
@@ -112,7 +113,7 @@ def test_numpy_round_trip_shares_memory_and_keeps_read_only(layout):
     back = np.from_dlpack(x)
     assert back.dtype == view.dtype and back.shape == view.shape
     if view.size:  # (NumPy makes empty arrays of its own for a NULL data pointer)
-        assert back.flags.writeable is not layout.readonly
+        assert back.flags.writeable is numpy_from_dlpack_writable(not layout.readonly, view.size)
         assert back.ctypes.data == view.ctypes.data
         assert moving_strides(back.shape, element_strides(back)) == moving_strides(view.shape, layout.strides)
     assert back.tolist() == view.tolist()
@@ -135,6 +136,9 @@ def test_writes_through_any_route_are_seen_by_all(layout):
     view = numpy_view(layout, base)
     x = dlbridge.from_dlpack(view)
     n = np.from_dlpack(x)
+    assert n.flags.writeable is numpy_from_dlpack_writable(True, n.size)
+    if not n.flags.writeable:  # NumPy < 2.2: write through dlbridge's array interface instead
+        n = np.asarray(x)
     last = (-1,) * len(layout.shape)
     new = (not n[last]) if layout.dtype == "bool" else n[last] + 1
     n[last] = new
@@ -229,7 +233,7 @@ def test_hand_built_capsules_are_read_where_they_point_and_released_once(case):
     # Legacy capsules cannot say whether writes are allowed: read-only.
     assert x.readonly is (layout.readonly or not versioned)
     n = np.from_dlpack(x)
-    assert n.flags.writeable is not x.readonly or not n.size
+    assert n.flags.writeable is numpy_from_dlpack_writable(not x.readonly, n.size) or not n.size
     assert n.tolist() == expected.tolist()
     assert managed.deleter_calls == 0
     del x, n  # the last references: released at once, no garbage collection needed
@@ -244,10 +248,12 @@ def test_hand_built_capsules_are_read_where_they_point_and_released_once(case):
 def test_copies_are_writable_c_contiguous_and_separate(layout):
     view = numpy_view(layout)
     x = dlbridge.from_dlpack(view)
-    copies = [x.copy(), dlbridge.from_dlpack(x, copy=True), dlbridge.asarray(x, copy=True),
-              dlbridge.from_dlpack(np.from_dlpack(x, copy=True))]
-    for c in copies:
-        assert c.readonly is False and c.shape == x.shape and c.tolist() == view.tolist()
+    copies = [x.copy(), dlbridge.from_dlpack(x, copy=True), dlbridge.asarray(x, copy=True)]
+    numpy_copy = dlbridge.from_dlpack(np.from_dlpack(x, copy=True))
+    assert numpy_copy.readonly is not numpy_from_dlpack_writable(True, x.size)  # read-only before NumPy 2.2
+    for c in copies + [numpy_copy]:
+        assert c.shape == x.shape and c.tolist() == view.tolist()
+        assert c is numpy_copy or c.readonly is False
         assert np.from_dlpack(c).flags.c_contiguous
         if x.size:
             assert c.data_ptr != x.data_ptr

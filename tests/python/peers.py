@@ -1,0 +1,21 @@
+"""What the peers do differently across the versions dlbridge supports, each
+rule written once. Tests assert the rule of the version installed (never skip
+it), so the suite passes, and means the same, from the oldest supported
+version to the newest."""
+import numpy as np
+
+NUMPY = np.lib.NumpyVersion(np.__version__)
+
+# NumPy before 2.2 makes every array np.from_dlpack returns read-only, even of
+# a writable producer and even with copy=True; 2.2 keeps the producer's flag.
+NUMPY_FROM_DLPACK_KEEPS_WRITABLE = NUMPY >= "2.2.0"
+
+
+def numpy_from_dlpack_writable(producer_writable: bool, size: int) -> bool:
+    """Whether np.from_dlpack of a producer whose data is (or is not)
+    writable gives a writable ndarray of `size` elements. An empty tensor
+    (NULL data, as dlbridge exports it) gets a fresh array: writable from 2.2
+    on, with the producer's flag before."""
+    if size == 0:
+        return producer_writable or NUMPY_FROM_DLPACK_KEEPS_WRITABLE
+    return producer_writable and NUMPY_FROM_DLPACK_KEEPS_WRITABLE
