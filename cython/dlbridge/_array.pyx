@@ -54,6 +54,14 @@ cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
 # Copies of more bytes than this release the GIL.
 cdef int64_t _nogil_bytes = 1 << 16
 
+# Where __array_interface__ says an empty array with no data pointer lies:
+# NumPy before 2.4 refuses the address 0 even for no elements. Never read.
+cdef extern from *:
+    """
+    alignas(64) static char dlbridge_empty_data[64];
+    """
+    char _empty_data "dlbridge_empty_data"[64]
+
 cdef dict _device_types = {int(t): t for t in DeviceType}
 
 
@@ -369,7 +377,7 @@ cdef class Array:
             "version": 3,
             "shape": self.shape,
             "typestr": typestr,
-            "data": (<uintptr_t>self.t.data(), self.t.readonly()),
+            "data": (<uintptr_t>(self.t.data() if self.t.data() != NULL else _empty_data), self.t.readonly()),
             "strides": None if self.t.is_c_contiguous() else tuple(
                 [self.t.stride(i) * itemsize for i in range(self.t.ndim())]),
         }

@@ -2,7 +2,11 @@
 # Included by _array.pyx.
 
 cdef object _index_int(k):
-    if not isinstance(k, (bool, Array)):
+    if type(k) is int:
+        return k
+    # NumPy's bool scalars are refused like Python's: before NumPy 2.2 they
+    # still had a (deprecated) __index__, which would make True mean 1.
+    if not isinstance(k, (bool, Array)) and not (type(k).__module__ == "numpy" and type(k).__name__ == "bool"):
         try:
             return operator.index(k)
         except TypeError:

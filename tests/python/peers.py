@@ -19,3 +19,10 @@ def numpy_from_dlpack_writable(producer_writable: bool, size: int) -> bool:
     if size == 0:
         return producer_writable or NUMPY_FROM_DLPACK_KEEPS_WRITABLE
     return producer_writable and NUMPY_FROM_DLPACK_KEEPS_WRITABLE
+
+# NumPy 2.3 writes floats in scientific notation from a limit that depends on
+# the precision (1e3 for float16, 1e6 for float32 and complex64, 1e8 for
+# float64 and complex128); before, from 1e8 for every type. dlbridge's repr
+# follows 2.3's rule on every NumPy.
+NUMPY_REPR_SCIENTIFIC_BY_PRECISION = NUMPY >= "2.3.0"
+SCIENTIFIC_FROM = {"float16": 1e3, "float32": 1e6, "complex64": 1e6, "float64": 1e8, "complex128": 1e8}

@@ -1035,6 +1035,18 @@ def test_exported_zero_size(shape):
     assert jax.dlpack.from_dlpack(d).shape == shape
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0, 4)])
+def test_empty_array_without_data_goes_through_the_array_interface(shape):
+    # PyTorch's empty tensors have data pointer 0; NumPy before 2.4 refuses an
+    # interface at address 0, so dlbridge gives an empty array another address.
+    d = dlbridge.from_dlpack(torch.empty(shape))
+    assert d.data_ptr == 0
+    address, readonly = d.__array_interface__["data"]
+    assert address != 0 and readonly is False
+    n = np.asarray(InterfaceOnly(d))
+    assert n.shape == shape and n.dtype == np.float32 and n.size == 0
+
+
 def test_writable_export_is_writable():
     d = dlb_base("int16", (4,))
     assert d.readonly is False
