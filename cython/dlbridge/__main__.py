@@ -2,8 +2,10 @@
 
 Prints the build, then for every array library that imports, moves a small
 array each way (library -> dlbridge and dlbridge -> library) and reports
-whether the exchange shared memory (zero-copy), copied, or failed and why.
-Exits 1 when any exchange failed.
+whether the exchange shared memory (zero-copy), copied, or failed and why;
+then what the library makes of a writable and of a read-only dlbridge array
+(which varies with its version: docs/compatibility.md). Exits 1 when any
+exchange failed.
 
 For C++ builds, ``--cflags`` prints the compiler flags that find dlbridge's
 headers (the same as ``pkg-config --cflags dlbridge``; the language standard,
@@ -14,11 +16,12 @@ them runs the check.
 from __future__ import annotations
 
 import argparse
+import array
 import importlib
 import json
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import dlbridge
 
@@ -34,6 +37,7 @@ class Library:
     address: Callable[[Any], int]           # array -> address of its first element
     from_dlpack: Callable[[Any, Any], Any]  # (module, producer) -> array
     to_list: Callable[[Any], Any]
+    writable: Callable[[Any], bool | None]   # array -> whether it takes writes; None: immutable arrays
 
 
 def _numpy_address(x) -> int:
@@ -43,20 +47,24 @@ def _numpy_address(x) -> int:
 LIBRARIES = [
     Library("numpy", "numpy",
             lambda np: np.asarray(VALUES, dtype=np.float32),
-            _numpy_address, lambda np, a: np.from_dlpack(a), lambda x: x.tolist()),
+            _numpy_address, lambda np, a: np.from_dlpack(a), lambda x: x.tolist(),
+            lambda x: bool(x.flags.writeable)),
     Library("torch", "torch",
             lambda torch: torch.tensor(VALUES, dtype=torch.float32),
-            lambda x: x.data_ptr(), lambda torch, a: torch.from_dlpack(a), lambda x: x.tolist()),
+            lambda x: x.data_ptr(), lambda torch, a: torch.from_dlpack(a), lambda x: x.tolist(),
+            lambda x: True),  # PyTorch has no read-only tensors
     Library("jax", "jax.numpy",
             lambda jnp: jnp.asarray(VALUES, dtype=jnp.float32),
-            lambda x: x.unsafe_buffer_pointer(), lambda jnp, a: jnp.from_dlpack(a), lambda x: x.tolist()),
+            lambda x: x.unsafe_buffer_pointer(), lambda jnp, a: jnp.from_dlpack(a), lambda x: x.tolist(),
+            lambda x: None),
     Library("array_api_strict", "array_api_strict",
             lambda xp: xp.asarray(VALUES, dtype=xp.float32),
             lambda x: _numpy_address(x._array), lambda xp, a: xp.from_dlpack(a),
-            lambda x: x._array.tolist()),
+            lambda x: x._array.tolist(), lambda x: bool(x._array.flags.writeable)),
     Library("cupy", "cupy",
             lambda cp: cp.asarray(VALUES, dtype=cp.float32),
-            lambda x: x.data.ptr, lambda cp, a: cp.from_dlpack(a), lambda x: x.get().tolist()),
+            lambda x: x.data.ptr, lambda cp, a: cp.from_dlpack(a), lambda x: x.get().tolist(),
+            lambda x: True),  # CuPy has no read-only arrays
 ]
 
 
@@ -66,6 +74,8 @@ class Exchange:
     version: str
     into_dlbridge: str  # "zero-copy", "copy", "failed: ...", or "not installed"
     from_dlbridge: str
+    writable_arrives: str   # "writable", "read-only", "immutable", "refused: ...", or "-"
+    read_only_arrives: str
 
 
 def _verdict(shared: bool, values_ok: bool) -> str:
@@ -78,12 +88,27 @@ def _failure(error: BaseException) -> str:
     return f"failed: {type(error).__name__}: {error}"
 
 
+def _read_only_values() -> dlbridge.Array:
+    """VALUES as a read-only float32 Array, made without any array library."""
+    flat = array.array("f", [v for row in VALUES for v in row])
+    return dlbridge.asarray(memoryview(flat).toreadonly().cast("B").cast("f", (2, 3)))
+
+
+def _arrives(lib: Library, module: Any, source: dlbridge.Array) -> str:
+    """What the library makes of `source`: writable, read-only or immutable."""
+    try:
+        writable = lib.writable(lib.from_dlpack(module, source))
+    except Exception as error:
+        return f"refused: {type(error).__name__}: {error}"
+    return "immutable" if writable is None else "writable" if writable else "read-only"
+
+
 def check(lib: Library) -> Exchange:
     try:
         module = importlib.import_module(lib.module)
     except Exception as error:  # ImportError, or a broken install raising anything
         reason = "not installed" if isinstance(error, ModuleNotFoundError) else _failure(error)
-        return Exchange(lib.name, "-", reason, reason)
+        return Exchange(lib.name, "-", reason, reason, "-", "-")
     version = getattr(sys.modules.get(lib.name, module), "__version__", "?")
     try:
         x = lib.make(module)
@@ -97,7 +122,8 @@ def check(lib: Library) -> Exchange:
         out = _verdict(lib.address(y) == source.data_ptr, lib.to_list(y) == VALUES)
     except Exception as error:
         out = _failure(error)
-    return Exchange(lib.name, str(version), into, out)
+    return Exchange(lib.name, str(version), into, out, _arrives(lib, module, dlbridge.asarray(VALUES, dtype="float32")),
+                    _arrives(lib, module, _read_only_values()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,12 +162,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("CUDA backend: not built")
     print()
-    rows = [("library", "version", "library -> dlbridge", "dlbridge -> library")]
-    rows += [(r.library, r.version, r.into_dlbridge, r.from_dlbridge) for r in results]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+    _print_table([("library", "version", "library -> dlbridge", "dlbridge -> library")] +
+                 [(r.library, r.version, r.into_dlbridge, r.from_dlbridge) for r in results])
+    print()
+    print("What each library makes of a dlbridge array (docs/compatibility.md):")
+    _print_table([("library", "a writable array arrives", "a read-only array arrives")] +
+                 [(r.library, r.writable_arrives, r.read_only_arrives) for r in results if r.version != "-"])
     return 1 if failed else 0
+
+
+def _print_table(rows: Sequence[tuple[str, ...]]) -> None:
+    """Left-aligned columns; the last one is not padded (it may be long)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
 
 
 if __name__ == "__main__":

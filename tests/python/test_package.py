@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import dlbridge
+from peers import numpy_from_dlpack_writable
 
 PACKAGE = pathlib.Path(dlbridge.__file__).parent
 
@@ -51,3 +52,12 @@ def test_main_job_reports_zero_copy_with_installed_libraries():
     for library in ("numpy", "torch", "jax", "array_api_strict"):
         assert exchanges[library]["into_dlbridge"] == "zero-copy", exchanges[library]
         assert exchanges[library]["from_dlbridge"] == "zero-copy", exchanges[library]
+    # What each makes of writable and read-only arrays, as the installed version does.
+    for library in ("numpy", "array_api_strict"):
+        numpy_keeps = numpy_from_dlpack_writable(True, 6)
+        assert exchanges[library]["writable_arrives"] == ("writable" if numpy_keeps else "read-only")
+        assert exchanges[library]["read_only_arrives"] == "read-only"
+    assert exchanges["torch"]["writable_arrives"] == exchanges["torch"]["read_only_arrives"] == "writable"
+    assert exchanges["jax"]["writable_arrives"] == "immutable"
+    assert exchanges["jax"]["read_only_arrives"].startswith(
+        "refused: BufferError: a read-only array cannot be exported as a legacy DLPack capsule")
