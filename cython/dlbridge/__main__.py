@@ -4,8 +4,9 @@ Prints the build, then for every array library that imports, moves a small
 array each way (library -> dlbridge and dlbridge -> library) and reports
 whether the exchange shared memory (zero-copy), copied, or failed and why;
 then what the library makes of a writable and of a read-only dlbridge array
-(which varies with its version: docs/compatibility.md). Exits 1 when any
-exchange failed.
+(which varies with its version: docs/compatibility.md), and whether a
+transposed one arrives with its values (JAX 0.6.0 to 0.7.1 ignore the
+strides). Exits 1 when any exchange failed or changed the values.
 
 For C++ builds, ``--cflags`` prints the compiler flags that find dlbridge's
 headers (the same as ``pkg-config --cflags dlbridge``; the language standard,
@@ -76,6 +77,7 @@ class Exchange:
     from_dlbridge: str
     writable_arrives: str   # "writable", "read-only", "immutable", "refused: ...", or "-"
     read_only_arrives: str
+    transposed_arrives: str  # "same values", "WRONG VALUES: ...", "refused: ...", or "-"
 
 
 def _verdict(shared: bool, values_ok: bool) -> str:
@@ -103,12 +105,25 @@ def _arrives(lib: Library, module: Any, source: dlbridge.Array) -> str:
     return "immutable" if writable is None else "writable" if writable else "read-only"
 
 
+def _transposed_arrives(lib: Library, module: Any) -> str:
+    """Whether a column-major view (strides (1, 3) elements) arrives with its
+    values: a consumer that ignores the strides reads the memory as row-major."""
+    source = dlbridge.asarray(VALUES, dtype="float32").T
+    try:
+        values = lib.to_list(lib.from_dlpack(module, source))
+    except Exception as error:
+        return f"refused: {type(error).__name__}: {error}"
+    if values != source.tolist():
+        return "WRONG VALUES: the library ignored the strides"
+    return "same values"
+
+
 def check(lib: Library) -> Exchange:
     try:
         module = importlib.import_module(lib.module)
     except Exception as error:  # ImportError, or a broken install raising anything
         reason = "not installed" if isinstance(error, ModuleNotFoundError) else _failure(error)
-        return Exchange(lib.name, "-", reason, reason, "-", "-")
+        return Exchange(lib.name, "-", reason, reason, "-", "-", "-")
     version = getattr(sys.modules.get(lib.name, module), "__version__", "?")
     try:
         x = lib.make(module)
@@ -123,7 +138,7 @@ def check(lib: Library) -> Exchange:
     except Exception as error:
         out = _failure(error)
     return Exchange(lib.name, str(version), into, out, _arrives(lib, module, dlbridge.asarray(VALUES, dtype="float32")),
-                    _arrives(lib, module, _read_only_values()))
+                    _arrives(lib, module, _read_only_values()), _transposed_arrives(lib, module))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
 
     info = dlbridge.build_info()
     results = [check(lib) for lib in LIBRARIES]
-    failed = any(r.into_dlbridge.startswith("failed") or r.from_dlbridge.startswith("failed") for r in results)
+    failed = any(r.into_dlbridge.startswith("failed") or r.from_dlbridge.startswith("failed")
+                 or r.transposed_arrives.startswith("WRONG") for r in results)
     if args.json:
         print(json.dumps({"build": info, "exchanges": [asdict(r) for r in results]}, indent=2))
         return 1 if failed else 0
@@ -166,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                  [(r.library, r.version, r.into_dlbridge, r.from_dlbridge) for r in results])
     print()
     print("What each library makes of a dlbridge array (docs/compatibility.md):")
-    _print_table([("library", "a writable array arrives", "a read-only array arrives")] +
-                 [(r.library, r.writable_arrives, r.read_only_arrives) for r in results if r.version != "-"])
+    _print_table([("library", "a transposed array arrives", "a writable array arrives", "a read-only array arrives")] +
+                 [(r.library, r.transposed_arrives, r.writable_arrives, r.read_only_arrives)
+                  for r in results if r.version != "-"])
     return 1 if failed else 0
 
 

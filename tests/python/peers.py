@@ -2,6 +2,8 @@
 rule written once. Tests assert the rule of the version installed (never skip
 it), so the suite passes, and means the same, from the oldest supported
 version to the newest."""
+import importlib.metadata
+
 import numpy as np
 
 NUMPY = np.lib.NumpyVersion(np.__version__)
@@ -26,3 +28,18 @@ def numpy_from_dlpack_writable(producer_writable: bool, size: int) -> bool:
 # follows 2.3's rule on every NumPy.
 NUMPY_REPR_SCIENTIFIC_BY_PRECISION = NUMPY >= "2.3.0"
 SCIENTIFIC_FROM = {"float16": 1e3, "float32": 1e6, "complex64": 1e6, "float64": 1e8, "complex128": 1e8}
+
+# JAX: the version as numbers (a release may have a fourth part, 0.9.0.1).
+JAX = tuple(int(part) for part in importlib.metadata.version("jax").split(".")[:3])
+
+# JAX 0.8.0 copies an unaligned buffer even when asked for copy=False; from
+# 0.8.1 it raises ValueError, as the array API asks.
+JAX_HONOURS_COPY_FALSE = JAX >= (0, 8, 1)
+
+# JAX before 0.9.2 imports packed float4_e2m1fn through DLPack, values intact;
+# from 0.9.2 XLA on CPU refuses it (even JAX's own float4 arrays).
+JAX_IMPORTS_FLOAT4 = JAX < (0, 9, 2)
+
+# No JAX holds float6 arrays on CPU. Before 0.10.2 jnp refuses the NumPy dtype
+# (TypeError); from 0.10.2 JAX knows the type and XLA refuses it.
+JAX_KNOWS_FLOAT6 = JAX >= (0, 10, 2)
