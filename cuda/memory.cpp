@@ -2,9 +2,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "dlbridge/cuda/error.hpp"
 #include "dlbridge/cuda/memory.hpp"
@@ -50,17 +53,65 @@ std::string bytes_call(const char* function, std::size_t bytes) {
   return std::string(function) + "(" + std::to_string(bytes) + " bytes)";
 }
 
+cudaMemPool_t make_pool(int device) {
+  int handle_types = 0;
+  throw_on_error(cudaDeviceGetAttribute(&handle_types, cudaDevAttrMemoryPoolSupportedHandleTypes, device),
+                 "cudaDeviceGetAttribute(cudaDevAttrMemoryPoolSupportedHandleTypes)");
+  cudaMemPoolProps properties{};
+  properties.allocType = cudaMemAllocationTypePinned;
+  properties.location = {cudaMemLocationTypeDevice, device};
+  properties.handleTypes = (handle_types & cudaMemHandleTypePosixFileDescriptor) ? cudaMemHandleTypePosixFileDescriptor
+                                                                                  : cudaMemHandleTypeNone;
+  cudaMemPool_t pool = nullptr;
+  cudaError_t status = cudaMemPoolCreate(&pool, &properties);
+  if (status != cudaSuccess && properties.handleTypes != cudaMemHandleTypeNone) {
+    (void)cudaGetLastError();  // shareable pools can be refused (containers); a private one still serves
+    properties.handleTypes = cudaMemHandleTypeNone;
+    status = cudaMemPoolCreate(&pool, &properties);
+  }
+  throw_on_error(status, "cudaMemPoolCreate()");
+  std::uint64_t keep_everything = std::numeric_limits<std::uint64_t>::max();
+  throw_on_error(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything),
+                 "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
+  int count = 0;
+  throw_on_error(cudaGetDeviceCount(&count), "cudaGetDeviceCount()");
+  for (int peer = 0; peer < count; ++peer) {
+    int reachable = 0;
+    if (peer == device || cudaDeviceCanAccessPeer(&reachable, peer, device) != cudaSuccess || !reachable) continue;
+    const cudaMemAccessDesc access{{cudaMemLocationTypeDevice, peer}, cudaMemAccessFlagsProtReadWrite};
+    throw_on_error(cudaMemPoolSetAccess(pool, &access, 1), "cudaMemPoolSetAccess(peer " + std::to_string(peer) + ")");
+  }
+  return pool;
+}
+
 }  // namespace
+
+mem_pool_t device_pool(int device) {
+  require_device();
+  static std::mutex guard;
+  static std::vector<cudaMemPool_t> pools;  // by device; never destroyed, as releases may come at exit
+  const std::lock_guard lock(guard);
+  if (pools.empty()) {
+    int count = 0;
+    throw_on_error(cudaGetDeviceCount(&count), "cudaGetDeviceCount()");
+    pools.resize(std::size_t(count), nullptr);
+  }
+  if (device < 0 || std::size_t(device) >= pools.size())
+    throw std::invalid_argument("no CUDA device " + std::to_string(device));
+  if (pools[std::size_t(device)] == nullptr) pools[std::size_t(device)] = make_pool(device);
+  return pools[std::size_t(device)];
+}
 
 tensor empty_device(extents_t shape, dtype type, stream_t stream) {
   require_device();
   const std::size_t bytes = allocation_bytes(shape, type);
   const int device = current_device();
   if (bytes == 0) return tensor::adopt(nullptr, type, {kDLCUDA, device}, shape, {}, false, nullptr, nullptr);
+  const cudaMemPool_t pool = device_pool(device);
   auto* block = new device_block{nullptr, device, stream};
-  if (const cudaError_t status = cudaMallocAsync(&block->memory, bytes, stream); status != cudaSuccess) {
+  if (const cudaError_t status = cudaMallocFromPoolAsync(&block->memory, bytes, pool, stream); status != cudaSuccess) {
     delete block;
-    throw_on_error(status, bytes_call("cudaMallocAsync", bytes));
+    throw_on_error(status, bytes_call("cudaMallocFromPoolAsync", bytes));
   }
   if (type.is_subbyte()) {
     if (const cudaError_t status = cudaMemsetAsync(block->memory, 0, bytes, stream); status != cudaSuccess) {
@@ -89,9 +140,12 @@ tensor empty_managed(extents_t shape, dtype type) {
   void* memory = nullptr;
   throw_on_error(cudaMallocManaged(&memory, bytes, cudaMemAttachGlobal), bytes_call("cudaMallocManaged", bytes));
   if (type.is_subbyte()) {
-    if (const cudaError_t status = cudaMemset(memory, 0, bytes); status != cudaSuccess) {
+    // cudaMemset returns before managed memory is written; the host may read it next.
+    cudaError_t status = cudaMemsetAsync(memory, 0, bytes, cudaStreamLegacy);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(cudaStreamLegacy);
+    if (status != cudaSuccess) {
       release_managed(memory);
-      throw_on_error(status, bytes_call("cudaMemset", bytes));
+      throw_on_error(status, bytes_call("cudaMemsetAsync", bytes));
     }
   }
   return tensor::adopt(memory, type, {kDLCUDAManaged, 0}, shape, {}, false, release_managed, memory);

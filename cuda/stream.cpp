@@ -86,7 +86,14 @@ void event::synchronize() const { throw_on_error(cudaEventSynchronize(handle_), 
 
 void wait(stream_t waiter, const event& e) {
   require_device();
-  throw_on_error(cudaStreamWaitEvent(waiter, e.get(), 0), "cudaStreamWaitEvent()");
+  // A stream being captured into a CUDA graph (torch.cuda.graph) may wait
+  // only on events of the same capture, unless the wait is external: the
+  // graph then waits for the event's last record, which has long completed
+  // when it is replayed.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  throw_on_error(cudaStreamIsCapturing(waiter, &capture), "cudaStreamIsCapturing()");
+  const unsigned flags = capture == cudaStreamCaptureStatusActive ? cudaEventWaitExternal : cudaEventWaitDefault;
+  throw_on_error(cudaStreamWaitEvent(waiter, e.get(), flags), "cudaStreamWaitEvent()");
 }
 
 void order_after(stream_t consumer, stream_t producer) {
@@ -94,6 +101,17 @@ void order_after(stream_t consumer, stream_t producer) {
   if (same_stream(consumer, producer)) return;
   event e;
   e.record(producer);
+  wait(consumer, e);
+}
+
+void order_after(stream_t consumer, stream_t producer, int producer_device) {
+  require_device();
+  event e = [&] {
+    const device_guard on(producer_device);  // an event is recorded on its own device's streams
+    event recorded;
+    recorded.record(producer);
+    return recorded;
+  }();
   wait(consumer, e);
 }
 

@@ -46,7 +46,7 @@ cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
     cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error
     void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
     cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
-    void order_for_consumer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
+    cpp.tensor lend(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     void order_after_producer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.device cuda_pointer_device(const void*) except +raise_python_error
 
@@ -172,7 +172,7 @@ cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, copy):
         consumer = _consumer_stream(stream, target)
     if not copy and target == d:
         if consumer.has_value():
-            order_for_consumer(a.t, consumer.value())
+            return _export_shared(lend(a.t, consumer.value()), versioned)
         return _export_shared(a.t, versioned)
     if copy is False:
         raise BufferError(f"copy=False, but exporting an array on {a.device} to device "
@@ -183,7 +183,7 @@ cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, copy):
         what = f"to device {tuple(dl_device)}" if not (target == d) else "as a copy"
         raise BufferError(f"cannot export an array on {a.device} {what}: {e}") from None
     if consumer.has_value():
-        order_for_consumer(out, consumer.value())
+        out = lend(out, consumer.value())
     return export_capsule(out, versioned, cpp.dlpack_flag_is_copied)
 
 

@@ -359,12 +359,11 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
     cdef cpp.tensor t = cpp.tensor.import_(m, cpp.release_versioned)
     # The slot does not synchronise: the data is ready in the order of the
     # producer's current work stream, which the legacy default stream (where
-    # dlbridge's arrays are ready) must wait for. NULL names the legacy stream
-    # too; it, like 1, needs nothing, not even a CUDA backend.
+    # dlbridge's arrays are ready) must wait for, and the host too for
+    # managed memory. NULL names the legacy stream.
     cdef cpp.device d = t.get_device()
     cdef void* stream = NULL
     if d.type == cpp.kDLCUDA or d.type == cpp.kDLCUDAManaged:
         _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
-        if stream != NULL:
-            order_after_producer(t, <cpp.cuda_stream>stream)
+        order_after_producer(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
     return wrap(t)

@@ -76,6 +76,8 @@ cdef Array _from_dlpack(x, device, copy):
         t = import_capsule(call_dlpack(x, _legacy_stream if source.device_type == cpp.kDLCUDA
                                        or source.device_type == cpp.kDLCUDAManaged else None,
                                        None if moving else copy), &copied)
+        if t.get_device().type == cpp.kDLCUDAManaged:
+            order_after_producer(t, cpp.legacy_default_stream)  # the host may read it next
     if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
         if not moving:
             raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
@@ -259,9 +261,10 @@ cdef Array _from_cuda_array_interface(obj):
     strides = _element_strides(interface, t, len(shape), name)
     cdef cpp.tensor out = _adopt_object(obj, pointer, t, cuda_pointer_device(pointer),
                                         shape, strides, bool(data[1]))
-    if out.size():
+    if out.size() and stream is not None:
         # The producer's work may still be queued on its stream: the legacy
-        # default stream waits for it, the host does not.
+        # default stream waits for it (the host too, for pinned and managed
+        # memory). No stream: the producer says the data is ready.
         order_after_producer(out, producer)
     return wrap(out)
 

@@ -55,7 +55,15 @@ inline tensor empty_on(device where, extents_t shape, dtype type) {
 // stream, 2 the per-thread one, anything else a cudaStream_t; never 0. Every
 // array dlbridge holds on a GPU is ready in the order of its device's legacy
 // default stream: work dlbridge queues elsewhere is ordered back onto it, and
-// data imported from a producer is ordered onto it.
+// data imported from a producer is ordered onto it. Memory the host reads
+// directly (pinned, managed) is ready for the host: dlbridge waits for its
+// own work and for the producer's before handing such an array over, since
+// tolist(), the buffer protocol or NumPy read it with no stream at all.
+
+// Whether the host reads t's memory directly while GPU work may use it.
+[[nodiscard]] inline bool is_pinned_or_managed(const tensor& t) noexcept {
+  return t.device().type == kDLCUDAHost || t.device().type == kDLCUDAManaged;
+}
 
 // Makes `waiter` wait, without blocking the host, for the work queued so far
 // on `waited` (an event recorded on one, waited on by the other), on t's
@@ -74,22 +82,72 @@ inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] cud
 #endif
 }
 
-// __dlpack__(stream=consumer): the consumer's stream waits for the legacy one.
-inline void order_for_consumer(const tensor& t, cuda_stream consumer) {
+#if DLBRIDGE_HAVE_CUDA
+namespace detail {
+// What a lent tensor's release needs: its memory, and whose work to wait for.
+struct lent {
+  tensor memory;
+  cuda_runtime::stream_t consumer;
+  int device;
+};
+
+inline void release_lent(void* ctx) noexcept {
+  auto* loan = static_cast<lent*>(ctx);
+  namespace cr = cuda_runtime;
+  try {
+    const cr::device_guard on(loan->device);
+    cr::order_after(cr::legacy_stream(), loan->consumer);
+  } catch (...) {  // a release must not throw: unordered (the runtime gone at exit), the memory still goes
+  }
+  delete loan;
+}
+}  // namespace detail
+#endif
+
+// t's memory lent to a consumer that works on `consumer` (__dlpack__(stream=
+// consumer)): the consumer's stream waits for the legacy one now, and, when
+// the consumer lets the memory go, the legacy stream waits for the
+// consumer's work before t's reference goes, since dlbridge's stream-ordered
+// free, and its next allocations, run there (the consumer's stream must
+// still exist then). The legacy and per-thread default streams need
+// neither: the legacy stream waits for them.
+inline tensor lend(const tensor& t, cuda_stream consumer) {
   order_streams(t, consumer, legacy_default_stream);
+  if (consumer == legacy_default_stream || consumer == per_thread_default_stream ||
+      (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged))
+    return t;
+#if DLBRIDGE_HAVE_CUDA
+  auto* loan = new detail::lent{t, reinterpret_cast<cuda_runtime::stream_t>(consumer),
+                                t.device().type == kDLCUDA ? t.device().id : -1};
+  return t.kept_by(detail::release_lent, loan);
+#else
+  no_cuda();
+#endif
 }
 
 // An import ready on `producer` (a CUDA array interface's "stream", an
-// exchange API's work stream): the legacy stream waits for it.
+// exchange API's work stream, the legacy stream a __dlpack__ producer was
+// told): device memory is ordered onto the legacy stream; pinned and managed
+// memory, which the host may read next, is waited for. Where this process
+// has no usable device, nothing of its own can be pending on the legacy
+// stream; another stream still needs the runtime.
 inline void order_after_producer(const tensor& t, cuda_stream producer) {
-  order_streams(t, legacy_default_stream, producer);
+  if (!is_pinned_or_managed(t)) return order_streams(t, legacy_default_stream, producer);
+#if DLBRIDGE_HAVE_CUDA
+  if (producer == legacy_default_stream && !cuda_runtime::device_usable()) return;
+  cuda_runtime::synchronize(reinterpret_cast<cuda_runtime::stream_t>(producer));
+#else
+  if (producer != legacy_default_stream) no_cuda();
+#endif
 }
 
 // A new C-contiguous tensor on `where` holding src's elements converted to
 // `type`. Work on a GPU is queued on `stream`, ordered after and then before
-// the legacy default stream, so the result follows the rule above; the host
-// never waits, unless the result is on the CPU. Host-to-host copies stay on
-// the CPU engine.
+// the legacy default stream of each GPU involved (the source's too, so that
+// its memory is not freed or rewritten under the copy), so the result
+// follows the rule above. The host waits only where the host may touch
+// either side next: a CPU, pinned or managed source or result. Host-to-host
+// copies stay on the CPU engine.
 inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unused]] cuda_stream stream) {
   const device from = src.device();
   if (from.type == kDLCPU && where.type == kDLCPU) return astype(src, type);
@@ -100,12 +158,22 @@ inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unuse
   namespace cr = cuda_runtime;
   cr::require_device();
   const auto s = reinterpret_cast<cr::stream_t>(stream);
+  const auto legacy = cr::legacy_stream();
   tensor out = empty_on(where, src.shape(), type);
-  const bool ordered = !cr::same_stream(s, cr::legacy_stream());
+  const bool ordered = !cr::same_stream(s, legacy);
+  // Between two GPUs the copy runs on the destination's; the source's legacy
+  // stream is ordered around it.
+  const bool across = from.type == kDLCUDA && where.type == kDLCUDA && from.id != where.id;
   const cr::device_guard on(where.type == kDLCUDA ? where.id : from.type == kDLCUDA ? from.id : -1);
-  if (ordered) cr::order_after(s, cr::legacy_stream());
+  if (ordered) cr::order_after(s, legacy);
+  if (across) cr::order_after(s, legacy, from.id);
   cr::copy(src, out, s);
-  if (ordered) cr::order_after(cr::legacy_stream(), s);
+  if (ordered) cr::order_after(legacy, s);
+  if (across) {
+    const cr::device_guard source_side(from.id);
+    cr::order_after(legacy, s, where.id);
+  }
+  if (is_pinned_or_managed(src) || is_pinned_or_managed(out)) cr::synchronize(s);
   return out;
 #else
   no_cuda();
@@ -128,10 +196,13 @@ inline device cuda_pointer_device([[maybe_unused]] const void* p) {
 }
 
 // Sets every element of `t`, which lives off the CPU, to `value`; the work is
-// queued on the legacy default stream.
+// queued on the legacy default stream, and waited for in pinned and managed
+// memory.
 inline void fill_on_device([[maybe_unused]] const tensor& t, [[maybe_unused]] const scalar& value) {
 #if DLBRIDGE_HAVE_CUDA
-  cuda_runtime::fill(t, value, cuda_runtime::legacy_stream());
+  namespace cr = cuda_runtime;
+  cr::fill(t, value, cr::legacy_stream());
+  if (is_pinned_or_managed(t)) cr::synchronize(cr::legacy_stream());
 #else
   no_cuda();
 #endif

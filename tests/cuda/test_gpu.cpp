@@ -87,7 +87,7 @@ GPU_TEST_CASE("allocation failures are cuda_error naming the call and the CUDA e
     (void)cr::empty_device(huge, dlb::dtype_of<std::uint8_t>);
     FAIL("no exception");
   } catch (const dlb::cuda_error& e) {
-    CHECK(std::string(e.what()).rfind("cudaMallocAsync(4503599627370496 bytes): cudaErrorMemoryAllocation: ", 0) == 0);
+    CHECK(std::string(e.what()).rfind("cudaMallocFromPoolAsync(4503599627370496 bytes): cudaErrorMemoryAllocation: ", 0) == 0);
     CHECK(e.code() == cudaErrorMemoryAllocation);
   }
   CHECK_THROWS_WITH_AS((void)cr::empty_device(std::array<std::int64_t, 1>{-1}, dlb::dtype_of<float>), "negative extent",
@@ -390,4 +390,35 @@ GPU_TEST_CASE("bad arguments are std::invalid_argument, not CUDA errors") {
   CHECK_THROWS_WITH_AS(cr::fill(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), std::array<std::int64_t, 1>{1},
                                 dlb::scalar::from_real(1), cr::legacy_stream()),
                        "fill: packed sub-byte dtypes are not supported on the GPU", std::invalid_argument);
+}
+
+GPU_TEST_CASE("device memory comes from dlbridge's pool, which keeps freed memory and opens it to peers") {
+  const int device = cr::current_device();
+  const auto pool = reinterpret_cast<cudaMemPool_t>(cr::device_pool(device));
+  CHECK(cr::device_pool(device) == cr::device_pool(device));  // one per device
+  cudaMemPool_t default_pool = nullptr;
+  REQUIRE(cudaDeviceGetDefaultMemPool(&default_pool, device) == cudaSuccess);
+  CHECK(pool != default_pool);
+  std::uint64_t threshold = 0;
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) == cudaSuccess);
+  CHECK(threshold == UINT64_MAX);
+  {
+    const auto t = cr::empty_device(std::array<std::int64_t, 1>{std::int64_t(64) << 20}, dlb::dtype_of<std::uint8_t>);
+    cr::synchronize(cr::legacy_stream());
+  }
+  cr::synchronize(cr::legacy_stream());  // a synchronisation hands the default pool's memory back; not ours
+  std::uint64_t reserved = 0;
+  REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess);
+  CHECK(reserved >= (std::uint64_t(64) << 20));
+  int count = 0;
+  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
+  for (int peer = 0; peer < count; ++peer) {
+    if (peer == device) continue;
+    int reachable = 0;
+    REQUIRE(cudaDeviceCanAccessPeer(&reachable, peer, device) == cudaSuccess);
+    cudaMemLocation where{cudaMemLocationTypeDevice, peer};
+    cudaMemAccessFlags flags{};
+    REQUIRE(cudaMemPoolGetAccess(&flags, pool, &where) == cudaSuccess);
+    CHECK(flags == (reachable ? cudaMemAccessFlagsProtReadWrite : cudaMemAccessFlagsProtNone));
+  }
 }

@@ -127,6 +127,20 @@ def test_from_dlpack_copies_device_memory_the_producer_did_not_copy():
 
 
 @needs_no_gpu
+def test_from_dlpack_of_managed_memory_tells_the_producer_the_legacy_stream():
+    # The host may read managed memory next: dlbridge waits for the legacy
+    # stream, where the producer was told to order its work. Without a usable
+    # device nothing of this process can be pending there.
+    mt = ManagedTensor(range(3), device=(13, 0))
+    producer = Producer(mt, device=(13, 0))
+    a = dlbridge.from_dlpack(producer)
+    assert a.device == "cuda_managed" and a.tolist() == [0.0, 1.0, 2.0]
+    assert producer.calls[-1] == {"stream": 1, "max_version": (1, 3)}
+    del a
+    assert mt.deleter_calls == 1
+
+
+@needs_no_gpu
 def test_from_dlpack_moving_asks_the_producer_for_no_copy():
     # dlbridge moves the data itself: a copy asked of the producer would be a second one.
     mt = ManagedTensor(range(3), device=(2, 0))

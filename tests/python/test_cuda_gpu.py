@@ -206,3 +206,106 @@ def test_streams_are_checked():
     # The per-thread default stream waits for the legacy one; -1 orders nothing.
     for stream in (2, -1, torch.cuda.Stream().cuda_stream):
         assert torch.from_dlpack(_Once(a, stream)).data_ptr() == a.data_ptr
+
+
+# -- Pinned and managed memory are ready for the host ---------------------------------
+# The legacy default stream (torch's default stream) is kept busy for ~0.2 s,
+# so that dlbridge's work queued after it finishes long after the call
+# returns unless dlbridge waits for it: a host read that does not wait sees
+# the memory as it was (zeros), not the values.
+
+def _busy_legacy_stream():
+    torch.cuda.synchronize()
+    with torch.cuda.stream(torch.cuda.default_stream()):
+        torch.cuda._sleep(SLOW_CYCLES)
+
+
+@pytest.mark.parametrize("device", ["cuda_host", "cuda_managed"])
+def test_fill_of_pinned_and_managed_memory_is_ready_for_the_host(device):
+    _busy_legacy_stream()
+    a = dlbridge.full(N, 3.0, dtype="float32", device=device)
+    assert np.asarray(a).min() == 3.0  # the buffer protocol: no stream at all
+    torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("device", ["cuda_host", "cuda_managed"])
+def test_copies_into_pinned_and_managed_memory_are_ready_for_the_host(device):
+    d = dlbridge.zeros(N, dtype="float32", device="cuda")
+    _slow_write(torch.from_dlpack(d), 1.0, torch.cuda.default_stream())  # on the legacy stream
+    for out in (d.to_device(device), dlbridge.asarray(d, dtype="float64", device=device)):
+        assert out.device == device
+        assert np.asarray(out).min() == 1.0
+    torch.cuda.synchronize()
+
+
+def test_copy_from_pinned_memory_is_done_before_the_host_writes_it_again():
+    pinned = dlbridge.full(N, 1.0, dtype="float32", device="cuda_host")
+    _busy_legacy_stream()
+    d = pinned.to_device("cuda")
+    np.asarray(pinned)[:] = 2.0  # would overtake a copy still queued behind the busy stream
+    assert values(d) == [1.0] * N
+    torch.cuda.synchronize()
+
+
+def test_cuda_array_interface_of_pinned_memory_waits_for_the_producer_stream():
+    # The producer's stream copies ones into pinned memory after ~0.2 s.
+    pinned = torch.zeros(N, pin_memory=True)
+    ones = torch.ones(N, device="cuda")
+    torch.cuda.synchronize()
+    producer = torch.cuda.Stream()
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SLOW_CYCLES)
+        pinned.copy_(ones, non_blocking=True)
+    interface = {"shape": (N,), "typestr": "<f4", "data": (pinned.data_ptr(), False), "version": 3,
+                 "stream": producer.cuda_stream}
+    a = dlbridge.asarray(Interface(interface, pinned))
+    assert a.device == "cuda_host"
+    assert np.asarray(a).min() == 1.0
+    torch.cuda.synchronize()
+
+
+def test_dlpack_import_with_a_copy_tells_the_producer_its_stream():
+    # torch's current stream is a side stream with a slow write queued: told
+    # stream 1, torch orders the legacy stream (where dlbridge copies) after it.
+    t = torch.zeros(N, device="cuda")
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SLOW_CYCLES)
+        t.fill_(1.0)
+        for copy in (dlbridge.from_dlpack(t, copy=True), dlbridge.from_dlpack(t, device="cpu"),
+                     dlbridge.asarray(t, dtype="float64")):
+            assert copy.data_ptr != t.data_ptr()
+            assert values(copy) == [1.0] * N
+    torch.cuda.synchronize()
+
+
+# -- Copies between GPUs ------------------------------------------------------------------
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_copy_between_gpus_waits_for_the_source_gpu():
+    a = dlbridge.zeros(N, dtype="float32", device="cuda:0")
+    with torch.cuda.device(0):
+        _slow_write(torch.from_dlpack(a), 1.0, torch.cuda.default_stream(0))
+    b = a.to_device("cuda:1")
+    assert b.device == "cuda:1"
+    assert values(b) == [1.0] * N
+    del a  # its free on GPU 0's legacy stream waits for the copy
+    assert values(b) == [1.0] * N
+    torch.cuda.synchronize()
+
+
+# -- CUDA graphs ----------------------------------------------------------------------------
+
+def test_dlpack_export_into_a_cuda_graph_capture():
+    # torch.from_dlpack inside torch.cuda.graph names the capturing stream:
+    # the order after dlbridge's legacy stream must be an external wait, or
+    # the capture is invalidated.
+    a = dlbridge.full(N, 2.0, dtype="float32", device="cuda")
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        doubled = torch.from_dlpack(a) * 2
+    graph.replay()
+    torch.cuda.synchronize()
+    assert doubled.min().item() == doubled.max().item() == 4.0

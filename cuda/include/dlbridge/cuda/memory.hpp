@@ -2,16 +2,31 @@
 // allocations whose release frees them, and where a pointer lives.
 #pragma once
 
+#include <cstdint>
+
 #include "dlbridge/cuda/stream.hpp"
 #include "dlbridge/device.hpp"
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/layout.hpp"
 #include "dlbridge/tensor.hpp"
 
+struct CUmemPoolHandle_st;  // cudaMemPool_t is CUmemPoolHandle_st*
+
 namespace dlb::cuda_runtime {
 
+using mem_pool_t = CUmemPoolHandle_st*;
+
+// dlbridge's memory pool on `device`, made on first use and kept for the
+// process. Unlike the device's default pool it keeps freed memory for the
+// next allocation (release threshold: no limit; the default pool hands it
+// back to the driver at every synchronisation), every GPU that can reach
+// the device as a peer may read and write it, and its memory can be shared
+// with other processes where the driver supports POSIX file descriptors.
+// Throws cuda_unavailable and cuda_error.
+[[nodiscard]] mem_pool_t device_pool(int device);
+
 // New C-contiguous memory on the current device, (kDLCUDA, current device),
-// allocated in stream order on `stream` (cudaMallocAsync) and uninitialised
+// allocated in stream order on `stream` from device_pool() and uninitialised
 // (packed sub-byte dtypes: zeroed). When the last tensor sharing it goes, it
 // is freed with cudaFreeAsync on the same stream, from whichever thread that
 // happens: `stream` must outlive the tensor, and work queued on other streams
@@ -27,7 +42,8 @@ namespace dlb::cuda_runtime {
 [[nodiscard]] tensor empty_pinned(extents_t shape, dtype type);
 
 // New C-contiguous managed memory (cudaMallocManaged, attached globally),
-// labelled (kDLCUDAManaged, 0); freed with cudaFree.
+// labelled (kDLCUDAManaged, 0); freed with cudaFree. Ready for the host on
+// return (packed sub-byte dtypes are zeroed on the GPU, then waited for).
 [[nodiscard]] tensor empty_managed(extents_t shape, dtype type);
 
 // Where `p` lives, from cudaPointerGetAttributes: device memory is

@@ -86,13 +86,19 @@ class event {
   event_t handle_ = nullptr;
 };
 
-// Makes work queued on `waiter` from now on wait for `e` (cudaStreamWaitEvent).
+// Makes work queued on `waiter` from now on wait for `e` (cudaStreamWaitEvent;
+// an external wait where `waiter` is being captured into a CUDA graph).
 void wait(stream_t waiter, const event& e);
 
 // Makes work queued on `consumer` from now on wait for everything queued on
 // `producer` so far: an event recorded on producer, waited on by consumer
 // (neither host thread blocks). Nothing happens when they are the same stream.
 void order_after(stream_t consumer, stream_t producer);
+
+// The same for a producer on another device: the event is recorded there
+// (the legacy and per-thread handles name that device's streams) and waited
+// on by `consumer`, a stream of the current device.
+void order_after(stream_t consumer, stream_t producer, int producer_device);
 
 // Blocks the calling thread until the work queued on `s` has finished.
 void synchronize(stream_t s);
