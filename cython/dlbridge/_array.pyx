@@ -47,6 +47,7 @@ cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
     void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
     cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
     cpp.tensor lend(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
+    cpp.tensor borrow(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     void order_after_producer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.device cuda_pointer_device(const void*) except +raise_python_error
 

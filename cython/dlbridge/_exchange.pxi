@@ -360,10 +360,11 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
     # The slot does not synchronise: the data is ready in the order of the
     # producer's current work stream, which the legacy default stream (where
     # dlbridge's arrays are ready) must wait for, and the host too for
-    # managed memory. NULL names the legacy stream.
+    # managed memory; that stream waits for dlbridge's work when the Array
+    # lets the memory go (backend.hpp: borrow). NULL names the legacy stream.
     cdef cpp.device d = t.get_device()
     cdef void* stream = NULL
     if d.type == cpp.kDLCUDA or d.type == cpp.kDLCUDAManaged:
         _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
-        order_after_producer(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
+        t = borrow(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
     return wrap(t)

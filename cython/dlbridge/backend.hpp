@@ -84,45 +84,52 @@ inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] cud
 
 #if DLBRIDGE_HAVE_CUDA
 namespace detail {
-// What a lent tensor's release needs: its memory, and whose work to wait for.
-struct lent {
+// A tensor whose release first makes one stream wait for another.
+struct ordered_release {
   tensor memory;
-  cuda_runtime::stream_t consumer;
+  cuda_runtime::stream_t waiter, waited;
   int device;
 };
 
-inline void release_lent(void* ctx) noexcept {
-  auto* loan = static_cast<lent*>(ctx);
+inline void release_in_order(void* ctx) noexcept {
+  auto* r = static_cast<ordered_release*>(ctx);
   namespace cr = cuda_runtime;
   try {
-    const cr::device_guard on(loan->device);
-    cr::order_after(cr::legacy_stream(), loan->consumer);
+    const cr::device_guard on(r->device);
+    cr::order_after(r->waiter, r->waited);
   } catch (...) {  // a release must not throw: unordered (the runtime gone at exit), the memory still goes
   }
-  delete loan;
+  delete r;
 }
 }  // namespace detail
 #endif
 
-// t's memory lent to a consumer that works on `consumer` (__dlpack__(stream=
-// consumer)): the consumer's stream waits for the legacy one now, and, when
-// the consumer lets the memory go, the legacy stream waits for the
-// consumer's work before t's reference goes, since dlbridge's stream-ordered
-// free, and its next allocations, run there (the consumer's stream must
-// still exist then). The legacy and per-thread default streams need
-// neither: the legacy stream waits for them.
-inline tensor lend(const tensor& t, cuda_stream consumer) {
-  order_streams(t, consumer, legacy_default_stream);
-  if (consumer == legacy_default_stream || consumer == per_thread_default_stream ||
-      (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged))
+// t, whose release makes `waiter` wait for the work queued on `waited` until
+// then, before t's reference goes. Nothing to order for memory no stream
+// writes, or between the legacy and per-thread default streams (each waits
+// for the other). Both streams must still exist when t is released.
+inline tensor released_after(const tensor& t, cuda_stream waiter, cuda_stream waited) {
+  const auto is_default = [](cuda_stream s) { return s == legacy_default_stream || s == per_thread_default_stream; };
+  if ((is_default(waiter) && is_default(waited)) || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged))
     return t;
 #if DLBRIDGE_HAVE_CUDA
-  auto* loan = new detail::lent{t, reinterpret_cast<cuda_runtime::stream_t>(consumer),
-                                t.device().type == kDLCUDA ? t.device().id : -1};
-  return t.kept_by(detail::release_lent, loan);
+  namespace cr = cuda_runtime;
+  auto* r = new detail::ordered_release{t, reinterpret_cast<cr::stream_t>(waiter), reinterpret_cast<cr::stream_t>(waited),
+                                        t.device().type == kDLCUDA ? t.device().id : -1};
+  return t.kept_by(detail::release_in_order, r);
 #else
   no_cuda();
 #endif
+}
+
+// t's memory lent to a consumer that works on `consumer` (__dlpack__(stream=
+// consumer)): the consumer's stream waits for the legacy one now, and, when
+// the consumer lets the memory go, the legacy stream waits for the
+// consumer's work, since dlbridge's stream-ordered free, and its next
+// allocations, run there.
+inline tensor lend(const tensor& t, cuda_stream consumer) {
+  order_streams(t, consumer, legacy_default_stream);
+  return released_after(t, legacy_default_stream, consumer);
 }
 
 // An import ready on `producer` (a CUDA array interface's "stream", an
@@ -139,6 +146,16 @@ inline void order_after_producer(const tensor& t, cuda_stream producer) {
 #else
   if (producer != legacy_default_stream) no_cuda();
 #endif
+}
+
+// An import through a producer's exchange table, ready on its work stream
+// `producer`: ordered onto the legacy stream now (order_after_producer), and
+// when dlbridge lets it go, `producer` waits for the legacy stream, so that
+// the producer's allocator does not hand the memory out again (on that
+// stream) under work dlbridge queued on it.
+inline tensor borrow(const tensor& t, cuda_stream producer) {
+  order_after_producer(t, producer);
+  return is_pinned_or_managed(t) ? t : released_after(t, producer, legacy_default_stream);
 }
 
 // A new C-contiguous tensor on `where` holding src's elements converted to

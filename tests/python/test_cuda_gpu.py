@@ -309,3 +309,47 @@ def test_dlpack_export_into_a_cuda_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     assert doubled.min().item() == doubled.max().item() == 4.0
+
+
+# -- Frees ordered after the consumer ---------------------------------------------------------
+
+def test_memory_lent_to_a_consumer_stream_is_not_reused_under_its_work():
+    # The consumer reads on its own non-blocking stream behind a slow kernel,
+    # then lets the array go; dlbridge's next allocation of the same size, on
+    # the legacy stream, gets the same block from the pool and fills it.
+    a = dlbridge.full(N, 1.0, dtype="float32", device="cuda")
+    torch.cuda.synchronize()
+    consumer = torch.cuda.Stream()
+    with torch.cuda.stream(consumer):
+        t = torch.from_dlpack(a)  # names the consumer's stream
+        torch.cuda._sleep(SLOW_CYCLES)
+        seen = t.clone()
+    block = a.data_ptr
+    del t, a  # the free, on the legacy stream, must wait for the clone
+    b = dlbridge.full(N, 2.0, dtype="float32", device="cuda")
+    assert b.data_ptr == block, "the pool did not hand the block out again: the test shows nothing"
+    consumer.synchronize()
+    assert seen.min().item() == seen.max().item() == 1.0
+    torch.cuda.synchronize()
+
+
+def test_memory_borrowed_through_the_exchange_table_is_not_reused_under_dlbridge_work():
+    # A tensor made on a PyTorch side stream comes in through PyTorch's C
+    # exchange table; dlbridge copies it on the legacy stream behind a slow
+    # kernel and lets it go. PyTorch's allocator then hands the block out on
+    # the side stream, whose write must wait for dlbridge's copy.
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = torch.ones(N, device="cuda")
+        a = dlbridge.from_dlpack(t)
+    side.synchronize()
+    _busy_legacy_stream()
+    copied = a.copy()  # queued behind the slow kernel
+    block = t.data_ptr()
+    del t, a
+    with torch.cuda.stream(side):
+        reused = torch.empty(N, device="cuda")
+        reused.fill_(9.0)
+    assert reused.data_ptr() == block, "PyTorch did not hand the block out again: the test shows nothing"
+    assert values(copied) == [1.0] * N
+    torch.cuda.synchronize()
