@@ -95,6 +95,8 @@ def rows(quick: bool = False) -> list[Row]:
     t = _median_ms({"T": lambda: square.T.copy()}, runs)["T"]
     out.append(Row("gpu", "2-D transpose", gbps(NBYTES, t * 1e6), gbps(NBYTES, contiguous_ms * 1e6),
                    contiguous_ms / t, ">=", 0.80, note="square.T.copy() against our contiguous copy"))
+    # A tiled layout: the source's contiguous axis (3) is the destination's
+    # outermost, which the tiles take as their rows.
     cube = dlbridge.full((64, 32, 128, 256), 1.0, dtype="float32", device="cuda")
     t = _median_ms({"nd": lambda: cube.transpose(3, 1, 0, 2).copy()}, runs)["nd"]
     out.append(Row("gpu", "N-d strided copy", gbps(NBYTES, t * 1e6), gbps(NBYTES, contiguous_ms * 1e6),

@@ -1,5 +1,6 @@
 // The backend's kernels: strided copy (with a tiled path for transposes),
-// cast and fill. Template instantiations are kept to one per element size.
+// cast and fill. Template instantiations are kept to one per element size,
+// and two (aligned or not) per cast kernel.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -27,10 +28,11 @@ __device__ inline std::int64_t global_thread() {
 __device__ inline std::int64_t thread_count() { return std::int64_t(gridDim.x) * blockDim.x; }
 
 template <class W>
-__global__ void copy_kernel(const __grid_constant__ strided_plan plan, W* dst, const W* src) {
+__global__ void copy_kernel(const __grid_constant__ strided_plan plan, const __grid_constant__ index_divisors divisors,
+                            W* dst, const W* src) {
   for (std::int64_t i = global_thread(); i < plan.count; i += thread_count()) {
     std::int64_t d, s;
-    offsets(plan, i, d, s);
+    offsets(plan, divisors, i, d, s);
     dst[d] = src[s];
   }
 }
@@ -56,39 +58,38 @@ __global__ void __launch_bounds__(tile_dim * tile_rows)
 }
 
 template <class W>
-__global__ void fill_kernel(const __grid_constant__ strided_plan plan, const W value, W* dst) {
+__global__ void fill_kernel(const __grid_constant__ strided_plan plan, const __grid_constant__ index_divisors divisors,
+                            const W value, W* dst) {
   for (std::int64_t i = global_thread(); i < plan.count; i += thread_count()) {
     std::int64_t d, s;
-    offsets(plan, i, d, s);
+    offsets(plan, divisors, i, d, s);
     dst[d] = value;
   }
 }
 
-__global__ void cast_kernel(const __grid_constant__ strided_plan plan, const dtype from, const dtype to,
-                            unsigned char* dst, const unsigned char* src) {
-  const bool packed = from.is_subbyte();
-  const auto from_size = std::int64_t(from.bits) * from.lanes / 8, to_size = std::int64_t(to.bits) * to.lanes / 8;
+// Aligned: every address is word-aligned (is_word_aligned), so elements move whole.
+template <bool Aligned>
+__global__ void cast_kernel(const __grid_constant__ strided_plan plan, const __grid_constant__ index_divisors divisors,
+                            const dtype from, const dtype to, unsigned char* dst, const unsigned char* src) {
   for (std::int64_t i = global_thread(); i < plan.count; i += thread_count()) {
     std::int64_t d, s;
-    offsets(plan, i, d, s);
-    const scalar value = packed ? dlb::load(from, src, s) : dlb::load(from, src + s * from_size);
-    dlb::store(to, dst + d * to_size, value);
+    offsets(plan, divisors, i, d, s);
+    store_element<Aligned>(to, dst, d, load_element<Aligned>(from, src, s));
   }
 }
 
 // One thread per byte of a packed, C-contiguous destination.
-__global__ void cast_to_packed_kernel(const __grid_constant__ strided_plan plan, const dtype from, const dtype to,
+template <bool Aligned>
+__global__ void cast_to_packed_kernel(const __grid_constant__ strided_plan plan,
+                                      const __grid_constant__ index_divisors divisors, const dtype from, const dtype to,
                                       const std::int64_t bytes, unsigned char* dst, const unsigned char* src) {
   float_format format{};
   dlb::detail::format_of(to, format);
-  const bool packed = from.is_subbyte();
-  const auto from_size = std::int64_t(from.bits) * from.lanes / 8;
   for (std::int64_t byte = global_thread(); byte < bytes; byte += thread_count()) {
     dst[byte] = pack_byte(byte, plan.count, to.bits, dst[byte], [&](std::int64_t e) {
       std::int64_t d, s;
-      offsets(plan, e, d, s);  // d == e: the destination is C-contiguous
-      const scalar value = packed ? dlb::load(from, src, s) : dlb::load(from, src + s * from_size);
-      return dlb::detail::small_float_code(format, value);
+      offsets(plan, divisors, e, d, s);  // d == e: the destination is C-contiguous
+      return dlb::detail::small_float_code(format, load_element<Aligned>(from, src, s));
     });
   }
 }
@@ -107,17 +108,17 @@ void copy_words(const strided_plan& plan, void* dst, const void* src, cudaStream
   using W = typename word_of<Bytes>::type;
   auto* d = static_cast<W*>(dst);
   const auto* s = static_cast<const W*>(src);
-  if (use_tiles(plan)) {
-    const tile_grid grid = make_tile_grid(plan);
+  if (const auto tiled = tiled_plan(plan)) {
+    const tile_grid grid = make_tile_grid(*tiled);
     const dim3 blocks(unsigned(std::min<std::int64_t>(grid.col_tiles, max_blocks)),
                       unsigned(std::min<std::int64_t>(grid.row_tiles, max_blocks)),
                       unsigned(std::min<std::int64_t>(grid.batches, max_blocks)));
     clear_last_error();
-    tile_kernel<W><<<blocks, dim3(tile_dim, tile_rows), 0, stream>>>(plan, grid, d, s);
+    tile_kernel<W><<<blocks, dim3(tile_dim, tile_rows), 0, stream>>>(*tiled, grid, d, s);
     return check_launch("dlbridge tiled transpose kernel");
   }
   clear_last_error();
-  copy_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, d, s);
+  copy_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, make_index_divisors(plan), d, s);
   check_launch("dlbridge strided copy kernel");
 }
 
@@ -127,8 +128,25 @@ void fill_words(const strided_plan& plan, const void* value, void* dst, cudaStre
   W word;
   std::memcpy(&word, value, Bytes);
   clear_last_error();
-  fill_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, word, static_cast<W*>(dst));
+  fill_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, make_index_divisors(plan), word,
+                                                                                     static_cast<W*>(dst));
   check_launch("dlbridge fill kernel");
+}
+
+template <bool Aligned>
+void cast_elements(const strided_plan& plan, dtype from, dtype to, unsigned char* dst, const unsigned char* src,
+                   cudaStream_t stream) {
+  const index_divisors divisors = make_index_divisors(plan);
+  if (to.is_subbyte()) {
+    const auto bytes = std::int64_t(to.storage_bytes(std::uint64_t(plan.count)));
+    clear_last_error();
+    cast_to_packed_kernel<Aligned>
+        <<<unsigned(blocks_for(bytes)), threads_per_block, 0, stream>>>(plan, divisors, from, to, bytes, dst, src);
+    return check_launch("dlbridge packed cast kernel");
+  }
+  clear_last_error();
+  cast_kernel<Aligned><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, divisors, from, to, dst, src);
+  check_launch("dlbridge cast kernel");
 }
 
 }  // namespace
@@ -171,15 +189,8 @@ void launch_fill(strided_plan plan, std::size_t bytes, const void* value, void* 
 void launch_cast(const strided_plan& plan, dtype from, dtype to, void* dst, const void* src, stream_t stream) {
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-  if (to.is_subbyte()) {
-    const auto bytes = std::int64_t(to.storage_bytes(std::uint64_t(plan.count)));
-    clear_last_error();
-    cast_to_packed_kernel<<<unsigned(blocks_for(bytes)), threads_per_block, 0, stream>>>(plan, from, to, bytes, d, s);
-    return check_launch("dlbridge packed cast kernel");
-  }
-  clear_last_error();
-  cast_kernel<<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, from, to, d, s);
-  check_launch("dlbridge cast kernel");
+  if (is_word_aligned(plan, from, to, dst, src)) return cast_elements<true>(plan, from, to, d, s, stream);
+  cast_elements<false>(plan, from, to, d, s, stream);
 }
 
 }  // namespace dlb::cuda_runtime::detail

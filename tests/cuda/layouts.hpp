@@ -1,11 +1,13 @@
-// Random strided layouts for the copy tests: permuted axes, steps, flipped
-// (negative) strides, and zero strides for sources.
+// Strided layouts for the copy tests: random ones (permuted axes, steps,
+// flipped (negative) strides, and zero strides for sources), and the
+// permutations of C-contiguous arrays around the GPU's tile size.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace dlb_test {
@@ -79,6 +81,47 @@ inline layout c_order(const std::vector<std::int64_t>& shape) {
   }
   out.buffer = size;
   return out;
+}
+
+// The layout of a C-contiguous array of shape `base` seen through
+// transpose(perm): axis k of the view is axis perm[k] of the array.
+inline layout permuted(const std::vector<std::int64_t>& base, const std::vector<std::size_t>& perm) {
+  const layout c = c_order(base);
+  layout out;
+  for (const std::size_t axis : perm) out.strides.push_back(c.strides[axis]);
+  out.buffer = c.buffer;
+  return out;
+}
+
+// "(2, 3, 4) through (1, 0, 2)": permuted(base, perm), for messages.
+inline std::string describe_permuted(const std::vector<std::int64_t>& base, const std::vector<std::size_t>& perm) {
+  std::string out;
+  for (std::size_t k = 0; k < base.size(); ++k) out.append(k ? ", " : "(").append(std::to_string(base[k]));
+  out += ") through ";
+  for (std::size_t k = 0; k < perm.size(); ++k) out.append(k ? ", " : "(").append(std::to_string(perm[k]));
+  return out + ")";
+}
+
+// Every shape of `ndim` axes with extents around the tile edge of the GPU's
+// transposes (32, and 16 for the shortest tiled axis), with at most
+// `max_count` elements.
+inline std::vector<std::vector<std::int64_t>> tile_edge_shapes(std::size_t ndim, std::int64_t max_count) {
+  static constexpr std::int64_t extents[] = {1, 5, 31, 32, 33, 70};
+  std::vector<std::vector<std::int64_t>> out;
+  std::vector<std::size_t> pick(ndim, 0);  // an odometer of indices into extents
+  while (true) {
+    std::vector<std::int64_t> shape;
+    std::int64_t count = 1;
+    for (const std::size_t k : pick) {
+      shape.push_back(extents[k]);
+      count *= extents[k];
+    }
+    if (count <= max_count) out.push_back(shape);
+    std::size_t axis = ndim;
+    while (axis > 0 && pick[axis - 1] == std::size(extents) - 1) pick[--axis] = 0;
+    if (axis == 0) return out;
+    ++pick[axis - 1];
+  }
 }
 
 }  // namespace dlb_test

@@ -4,12 +4,15 @@
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <complex>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -199,6 +202,54 @@ GPU_TEST_CASE("large 2-D and batched transposes (the tiled path) for every eleme
   }
 }
 
+GPU_TEST_CASE("every permutation of 3-D and 4-D arrays around the tile size, copied and cast on the GPU, matches the CPU engine") {
+  // The shapes and permutations of test_replay.cpp's replays, run by the kernels.
+  cr::stream s;
+  std::mt19937_64 rng(29);
+  const auto run = [&](const std::vector<std::int64_t>& shape, const layout& sl, const layout& dl, dlb::dtype from,
+                       dlb::dtype to) {
+    const auto src = random_bytes(rng, std::size_t(sl.buffer) * from.itemsize());
+    auto expected = random_bytes(rng, std::size_t(dl.buffer) * to.itemsize());
+    device_bytes dsrc(src.size(), s.get()), ddst(expected.size(), s.get());
+    cr::memcpy_async(dsrc.get(), src.data(), src.size(), s.get());
+    cr::memcpy_async(ddst.get(), expected.data(), expected.size(), s.get());
+    if (from == to) {
+      dlb::copy_strided(shape, from, src.data(), sl.strides, expected.data(), dl.strides);
+      cr::copy_strided(shape, from, dsrc.get(), sl.strides, ddst.get(), dl.strides, s.get());
+    } else {
+      dlb::cast_strided(shape, from, src.data(), sl.strides, to, expected.data(), dl.strides);
+      cr::cast_strided(shape, from, dsrc.get(), sl.strides, to, ddst.get(), dl.strides, s.get());
+    }
+    std::vector<std::uint8_t> got(expected.size());
+    cr::memcpy_async(got.data(), ddst.get(), got.size(), s.get());
+    s.synchronize();
+    return got == expected;
+  };
+  const dlb::dtype f32 = dlb::dtype_of<float>, f64 = dlb::dtype_of<double>;
+  for (const std::size_t ndim : {3u, 4u}) {
+    for (const auto& base : dlb_test::tile_edge_shapes(ndim, ndim == 3 ? INT64_MAX : 10'000)) {
+      std::vector<std::size_t> perm(ndim);
+      std::iota(perm.begin(), perm.end(), std::size_t(0));
+      do {
+        std::vector<std::int64_t> shape;
+        for (const std::size_t axis : perm) shape.push_back(base[axis]);
+        const layout sl = dlb_test::permuted(base, perm), dl = dlb_test::c_order(shape);
+        const std::string layout_text = dlb_test::describe_permuted(base, perm);
+        CAPTURE(layout_text);
+        for (const std::size_t itemsize : {1u, 2u, 4u, 8u, 16u}) {
+          const dlb::dtype type = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+          CAPTURE(itemsize);
+          REQUIRE(run(shape, sl, dl, type, type));
+        }
+        if (ndim == 3 && base[0] * base[1] * base[2] <= 40'000) {
+          REQUIRE(run(shape, sl, dl, f32, f64));
+          REQUIRE(run(shape, sl, dl, f64, f32));
+        }
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+  }
+}
+
 GPU_TEST_CASE("tensor copies between pageable host, pinned, managed and device memory, any layouts") {
   std::mt19937_64 rng(11);
   cr::stream s;
@@ -297,34 +348,41 @@ GPU_TEST_CASE("float32 <-> float16 / bfloat16 casts on the GPU match element.hpp
   }
 }
 
-GPU_TEST_CASE("casts between every pair of dtypes on the GPU match dlb::cast_strided") {
+GPU_TEST_CASE("casts between every pair of dtypes on the GPU match dlb::cast_strided, aligned or not") {
   cr::stream s;
   std::mt19937_64 rng(23);
   for (const auto& a : dlb::dtype_table) {
     for (const auto& b : dlb::dtype_table) {
-      const auto shape = dlb_test::random_shape(rng, 2, 40);
-      const layout sl = a.type.is_subbyte() ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, true);
-      const layout dl = b.type.is_subbyte() ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, false);
-      const auto src = random_bytes(rng, std::size_t(a.type.storage_bytes(std::uint64_t(sl.buffer))));
-      auto expected = random_bytes(rng, std::size_t(b.type.storage_bytes(std::uint64_t(dl.buffer))));
-      const auto first = [](dlb::dtype t, std::int64_t offset) { return t.is_subbyte() ? 0 : offset * std::int64_t(t.itemsize()); };
-      device_bytes dsrc(src.size(), s.get()), ddst(expected.size(), s.get());
-      cr::memcpy_async(dsrc.get(), src.data(), src.size(), s.get());
-      cr::memcpy_async(ddst.get(), expected.data(), expected.size(), s.get());
-      if (a.type == b.type)  // as cr::cast_strided does: packed data is copied whole bytes
-        dlb::copy_strided(shape, a.type, src.data() + first(a.type, sl.offset), sl.strides,
-                          expected.data() + first(b.type, dl.offset), dl.strides);
-      else
-        dlb::cast_strided(shape, a.type, src.data() + first(a.type, sl.offset), sl.strides, b.type,
-                          expected.data() + first(b.type, dl.offset), dl.strides);
-      cr::cast_strided(shape, a.type, dsrc.get() + first(a.type, sl.offset), sl.strides, b.type,
-                       ddst.get() + first(b.type, dl.offset), dl.strides, s.get());
-      std::vector<std::uint8_t> got(expected.size());
-      cr::memcpy_async(got.data(), ddst.get(), got.size(), s.get());
-      s.synchronize();
-      CAPTURE(a.name);
-      CAPTURE(b.name);
-      CHECK(got == expected);
+      // Shift 1: the source one byte off its alignment; shift 2: the
+      // destination (packed data is addressed by byte and stays in place).
+      for (int shift = 0; shift < 3; ++shift) {
+        const auto shape = dlb_test::random_shape(rng, 2, 40);
+        const layout sl = a.type.is_subbyte() ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, true);
+        const layout dl = b.type.is_subbyte() ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, false);
+        const auto src = random_bytes(rng, std::size_t(a.type.storage_bytes(std::uint64_t(sl.buffer))) + 1);
+        auto expected = random_bytes(rng, std::size_t(b.type.storage_bytes(std::uint64_t(dl.buffer))) + 1);
+        const auto first = [](dlb::dtype t, std::int64_t offset, bool shifted) {
+          return t.is_subbyte() ? 0 : std::int64_t(shifted) + offset * std::int64_t(t.itemsize());
+        };
+        const std::int64_t src_first = first(a.type, sl.offset, shift == 1), dst_first = first(b.type, dl.offset, shift == 2);
+        device_bytes dsrc(src.size(), s.get()), ddst(expected.size(), s.get());
+        cr::memcpy_async(dsrc.get(), src.data(), src.size(), s.get());
+        cr::memcpy_async(ddst.get(), expected.data(), expected.size(), s.get());
+        if (a.type == b.type)  // as cr::cast_strided does: packed data is copied whole bytes
+          dlb::copy_strided(shape, a.type, src.data() + src_first, sl.strides, expected.data() + dst_first, dl.strides);
+        else
+          dlb::cast_strided(shape, a.type, src.data() + src_first, sl.strides, b.type, expected.data() + dst_first,
+                            dl.strides);
+        cr::cast_strided(shape, a.type, dsrc.get() + src_first, sl.strides, b.type, ddst.get() + dst_first, dl.strides,
+                         s.get());
+        std::vector<std::uint8_t> got(expected.size());
+        cr::memcpy_async(got.data(), ddst.get(), got.size(), s.get());
+        s.synchronize();
+        CAPTURE(a.name);
+        CAPTURE(b.name);
+        CAPTURE(shift);
+        CHECK(got == expected);
+      }
     }
   }
 }

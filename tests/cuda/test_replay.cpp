@@ -3,9 +3,12 @@
 // (dlb::copy_strided / dlb::cast_strided). A GPU runs the same functions.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dlbridge/host_copy.hpp"
@@ -20,9 +23,10 @@ namespace {
 
 template <class W>
 void replay_general(const cd::strided_plan& p, W* dst, const W* src) {
+  const cd::index_divisors divisors = cd::make_index_divisors(p);
   for (std::int64_t i = 0; i < p.count; ++i) {
     std::int64_t d, s;
-    cd::offsets(p, i, d, s);
+    cd::offsets(p, divisors, i, d, s);
     dst[d] = src[s];
   }
 }
@@ -47,9 +51,9 @@ void replay_tiles(const cd::strided_plan& p, W* dst, const W* src) {
 }
 
 template <std::size_t B>
-void replay_words(const cd::strided_plan& p, void* dst, const void* src, bool tiles) {
+void replay_words(const cd::strided_plan& p, void* dst, const void* src) {
   using W = typename cd::word_of<B>::type;
-  if (tiles) replay_tiles(p, static_cast<W*>(dst), static_cast<const W*>(src));
+  if (const auto tiled = cd::tiled_plan(p)) replay_tiles(*tiled, static_cast<W*>(dst), static_cast<const W*>(src));
   else replay_general(p, static_cast<W*>(dst), static_cast<const W*>(src));
 }
 
@@ -63,19 +67,18 @@ path replay_copy(const std::vector<std::int64_t>& shape, std::size_t itemsize, c
     std::memcpy(dst, src, std::size_t(plan.count) * itemsize);
     return path::memcpy;
   }
-  path used = cd::use_tiles(plan) ? path::tiles : path::general;
+  path used = cd::tiled_plan(plan) ? path::tiles : path::general;
   if (!cd::is_word_aligned(plan, dst, src, itemsize)) {
     cd::split_into_bytes(plan, std::int64_t(itemsize));
     itemsize = 1;
     used = path::bytes;
   }
-  const bool tiles = cd::use_tiles(plan);
   switch (itemsize) {
-    case 1: replay_words<1>(plan, dst, src, tiles); break;
-    case 2: replay_words<2>(plan, dst, src, tiles); break;
-    case 4: replay_words<4>(plan, dst, src, tiles); break;
-    case 8: replay_words<8>(plan, dst, src, tiles); break;
-    default: replay_words<16>(plan, dst, src, tiles); break;
+    case 1: replay_words<1>(plan, dst, src); break;
+    case 2: replay_words<2>(plan, dst, src); break;
+    case 4: replay_words<4>(plan, dst, src); break;
+    case 8: replay_words<8>(plan, dst, src); break;
+    default: replay_words<16>(plan, dst, src); break;
   }
   return used;
 }
@@ -93,6 +96,59 @@ struct buffers {
   std::uint8_t* e() { return reinterpret_cast<std::uint8_t*>(expected.data()); }
   bool same() const { return std::memcmp(dst.data(), expected.data(), dst.size() * sizeof(cd::word16)) == 0; }
 };
+
+// What cast_elements<Aligned> launches, on the host.
+template <bool Aligned>
+void replay_cast(const cd::strided_plan& plan, dlb::dtype from, dlb::dtype to, std::uint8_t* dst, const std::uint8_t* src) {
+  const cd::index_divisors divisors = cd::make_index_divisors(plan);
+  if (to.is_subbyte()) {  // cast_to_packed_kernel: one thread per byte
+    dlb::float_format f{};
+    REQUIRE(dlb::detail::format_of(to, f));
+    const auto packed_bytes = std::int64_t(to.storage_bytes(std::uint64_t(plan.count)));
+    for (std::int64_t byte = 0; byte < packed_bytes; ++byte)
+      dst[byte] = cd::pack_byte(byte, plan.count, to.bits, dst[byte], [&](std::int64_t e) {
+        std::int64_t d, s;
+        cd::offsets(plan, divisors, e, d, s);
+        REQUIRE(d == e);
+        return dlb::detail::small_float_code(f, cd::load_element<Aligned>(from, src, s));
+      });
+    return;
+  }
+  for (std::int64_t i = 0; i < plan.count; ++i) {  // cast_kernel: one thread per element
+    std::int64_t d, s;
+    cd::offsets(plan, divisors, i, d, s);
+    cd::store_element<Aligned>(to, dst, d, cd::load_element<Aligned>(from, src, s));
+  }
+}
+
+// What launch_cast does, on the host: returns whether elements moved as words.
+bool replay_cast(const cd::strided_plan& plan, dlb::dtype from, dlb::dtype to, std::uint8_t* dst, const std::uint8_t* src) {
+  const bool aligned = cd::is_word_aligned(plan, from, to, dst, src);
+  if (aligned) replay_cast<true>(plan, from, to, dst, src);
+  else replay_cast<false>(plan, from, to, dst, src);
+  return aligned;
+}
+
+// The axis of `shape` (a view of a C-contiguous array through `perm`) that is
+// contiguous in the array, and the last axis, each skipping extent-1 axes
+// (which have no stride that matters): the two unit-stride axes of a copy of
+// the view into a C-contiguous destination. -1 where every extent is 1.
+struct unit_axes {
+  int src = -1, dst = -1;
+};
+unit_axes unit_axes_of(const std::vector<std::int64_t>& shape, const std::vector<std::size_t>& perm) {
+  unit_axes out;
+  std::size_t innermost = 0;  // of the array: the largest axis index with extent > 1
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 1) continue;
+    out.dst = int(k);
+    if (out.src < 0 || perm[k] > innermost) {
+      innermost = perm[k];
+      out.src = int(k);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -114,16 +170,108 @@ TEST_CASE("plans coalesce in the destination's order, and contiguous copies beco
   CHECK(cd::is_memcpy(p));
 }
 
-TEST_CASE("2-D and batched transposes take the tiled path; small or non-transposing layouts do not") {
+TEST_CASE("transposes take the tiled path wherever the source's contiguous axis is; small or non-transposing layouts do not") {
+  const auto plan_of = [](const std::vector<std::int64_t>& shape, const layout& src) {
+    return cd::make_strided_plan(shape, dlb_test::c_order(shape).strides, src.strides);
+  };
   const std::vector<std::int64_t> square{64, 48}, batched{3, 40, 33}, small{8, 8};
-  CHECK(cd::use_tiles(cd::make_strided_plan(square, dlb_test::c_order(square).strides, dlb_test::transposed(square).strides)));
-  CHECK(cd::use_tiles(cd::make_strided_plan(batched, dlb_test::c_order(batched).strides, dlb_test::transposed(batched).strides)));
-  CHECK(!cd::use_tiles(cd::make_strided_plan(small, dlb_test::c_order(small).strides, dlb_test::transposed(small).strides)));
-  CHECK(!cd::use_tiles(cd::make_strided_plan(square, dlb_test::c_order(square).strides, dlb_test::c_order(square).strides)));
-  const auto g = cd::make_tile_grid(cd::make_strided_plan(batched, dlb_test::c_order(batched).strides, dlb_test::transposed(batched).strides));
+  CHECK(cd::tiled_plan(plan_of(square, dlb_test::transposed(square))));
+  CHECK(!cd::tiled_plan(plan_of(small, dlb_test::transposed(small))));
+  CHECK(!cd::tiled_plan(plan_of(square, dlb_test::c_order(square))));
+  const auto b = cd::tiled_plan(plan_of(batched, dlb_test::transposed(batched)));
+  REQUIRE(b);
+  const auto g = cd::make_tile_grid(*b);
   CHECK(g.batches == 3);
   CHECK(g.row_tiles == 2);
   CHECK(g.col_tiles == 2);
+  // benchmarks/gpu.py's 4-D permutation: the source's contiguous axis (256)
+  // is the destination's outermost. The tiles take it as rows, the
+  // destination's contiguous axis (128) as columns, the others as a batch.
+  const std::vector<std::int64_t> base{64, 32, 128, 256}, view{256, 32, 64, 128};
+  const auto p = cd::tiled_plan(plan_of(view, dlb_test::permuted(base, {3, 1, 0, 2})));
+  REQUIRE(p);
+  REQUIRE(p->ndim == 4);
+  CHECK(std::vector<std::int64_t>(p->extent, p->extent + 4) == std::vector<std::int64_t>{32, 64, 256, 128});
+  CHECK(std::vector<std::int64_t>(p->src, p->src + 4) == std::vector<std::int64_t>{32768, 1048576, 1, 256});
+  CHECK(std::vector<std::int64_t>(p->dst, p->dst + 4) == std::vector<std::int64_t>{8192, 128, 262144, 1});
+  const auto grid = cd::make_tile_grid(*p);
+  CHECK(grid.batches == 32 * 64);
+  CHECK(grid.row_tiles == 8);
+  CHECK(grid.col_tiles == 4);
+  // The same with a source row axis too short for a tile, or shared with the destination.
+  CHECK(!cd::tiled_plan(plan_of({8, 32, 64, 128}, dlb_test::permuted({64, 32, 128, 8}, {3, 1, 0, 2}))));
+  CHECK(!cd::tiled_plan(plan_of({32, 64, 128, 256}, dlb_test::permuted({64, 32, 128, 256}, {1, 0, 2, 3}))));
+}
+
+TEST_CASE("fast_divisor divides every 32-bit index exactly") {
+  std::mt19937_64 rng(5);
+  std::vector<std::uint32_t> divisors;
+  for (std::uint32_t d = 1; d <= 5000; ++d) divisors.push_back(d);
+  for (int k = 13; k < 32; ++k)
+    for (const std::uint32_t d : {(1u << k) - 1, 1u << k, (1u << k) + 1}) divisors.push_back(d);
+  divisors.push_back(UINT32_MAX);
+  for (int k = 0; k < 2000; ++k) divisors.push_back(std::uint32_t(rng() >> (rng() % 32 + 32)) | 1u);
+  std::uint64_t checked = 0, wrong = 0;
+  std::uint32_t first_d = 0, first_n = 0;
+  for (const std::uint32_t d : divisors) {
+    const auto f = cd::fast_divisor::of(d);
+    const std::uint64_t top = UINT32_MAX / d * std::uint64_t(d);  // the largest multiple of d below 2^32
+    std::vector<std::uint64_t> numbers{0, 1, d - 1ull, d, d + 1ull, top - 1, top, UINT32_MAX, UINT32_MAX - 1ull};
+    for (int k = 0; k < 48; ++k) {
+      const std::uint64_t multiple = rng() % (std::uint64_t(UINT32_MAX) / d + 1) * d;
+      numbers.insert(numbers.end(), {multiple, multiple - 1, multiple + d - 1, rng() >> 32});
+    }
+    for (const std::uint64_t n : numbers) {
+      if (n > UINT32_MAX) continue;
+      ++checked;
+      if (f.divide(std::uint32_t(n)) != n / d && wrong++ == 0) {
+        first_d = d;
+        first_n = std::uint32_t(n);
+      }
+    }
+  }
+  CAPTURE(first_d);
+  CAPTURE(first_n);
+  CHECK(checked > 1'000'000);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("offsets divide by 32-bit multiplication below 2^32 elements and in 64 bits past it, to the same offsets") {
+  // Random plans, every index, both ways.
+  std::mt19937_64 rng(8);
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto shape = dlb_test::random_shape(rng, int(rng() % 6), 9);
+    const layout sl = dlb_test::random_layout(rng, shape, true), dl = dlb_test::random_layout(rng, shape, false);
+    const auto plan = cd::make_strided_plan(shape, dl.strides, sl.strides);
+    const cd::index_divisors fast = cd::make_index_divisors(plan);
+    REQUIRE(fast.fast);
+    cd::index_divisors wide = fast;
+    wide.fast = false;
+    for (std::int64_t i = 0; i < plan.count; ++i) {
+      std::int64_t d1, s1, d2, s2;
+      cd::offsets(plan, fast, i, d1, s1);
+      cd::offsets(plan, wide, i, d2, s2);
+      REQUIRE(d1 == d2);
+      REQUIRE(s1 == s2);
+    }
+  }
+  // The bound: 2^32 - 1 elements divide in 32 bits, 2^32 do not; a C-order
+  // destination's offset is the index, an F-order source's is known too.
+  const auto check = [](std::int64_t rows, std::int64_t cols, bool fast) {
+    const std::vector<std::int64_t> shape{rows, cols}, c{cols, 1}, f{1, rows};
+    const auto plan = cd::make_strided_plan(shape, c, f);
+    const cd::index_divisors divisors = cd::make_index_divisors(plan);
+    CHECK(divisors.fast == fast);
+    for (const std::int64_t i : {std::int64_t(0), cols - 1, cols, rows * cols / 2 + 7, rows * cols - 1}) {
+      std::int64_t d, s;
+      cd::offsets(plan, divisors, i, d, s);
+      CHECK(d == i);
+      CHECK(s == i / cols + i % cols * rows);
+    }
+  };
+  check(65537, 65535, true);  // 2^32 - 1 elements
+  check(65536, 65536, false);
+  check(std::int64_t(3) << 20, 5 << 20, false);  // 2^40 + 2^41 elements
 }
 
 TEST_CASE("the copy kernels, replayed, match dlb::copy_strided for random layouts") {
@@ -159,15 +307,56 @@ TEST_CASE("the copy kernels, replayed, match dlb::copy_strided for random layout
   CHECK(memcpys > 0);
 }
 
-TEST_CASE("the cast kernels, replayed, match dlb::cast_strided for every pair of dtypes") {
+TEST_CASE("every permutation of 3-D and 4-D arrays around the tile size, replayed, matches dlb::copy_strided") {
+  std::mt19937_64 rng(31);
+  int tiles = 0, general = 0;
+  for (const std::size_t ndim : {3u, 4u}) {
+    // Every 3-D shape; the 4-D ones of up to 10,000 elements (every 4-D
+    // shape's layouts are as many again as the 3-D ones for each extent).
+    for (const auto& base : dlb_test::tile_edge_shapes(ndim, ndim == 3 ? INT64_MAX : 10'000)) {
+      std::vector<std::size_t> perm(ndim);
+      std::iota(perm.begin(), perm.end(), std::size_t(0));
+      do {
+        std::vector<std::int64_t> shape;
+        for (const std::size_t axis : perm) shape.push_back(base[axis]);
+        const layout sl = dlb_test::permuted(base, perm), dl = dlb_test::c_order(shape);
+        const unit_axes unit = unit_axes_of(shape, perm);
+        const std::string layout_text = dlb_test::describe_permuted(base, perm);
+        CAPTURE(layout_text);
+        for (const std::size_t itemsize : {1u, 2u, 4u, 8u, 16u}) {
+          CAPTURE(itemsize);
+          buffers b(rng, std::size_t(sl.buffer) * itemsize, std::size_t(dl.buffer) * itemsize);
+          const dlb::dtype opaque = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+          dlb::copy_strided(shape, opaque, b.s(), sl.strides, b.e(), dl.strides);
+          const path used = replay_copy(shape, itemsize, b.s(), sl, b.d(), dl);
+          // The rule, read off the shapes: distinct unit-stride axes, both
+          // at least tile_min_extent long, are a transpose; one axis is not.
+          if (unit.src == unit.dst)
+            CHECK(used != path::tiles);
+          else if (shape[std::size_t(unit.src)] >= cd::tile_min_extent && shape[std::size_t(unit.dst)] >= cd::tile_min_extent)
+            CHECK(used == path::tiles);
+          tiles += used == path::tiles;
+          general += used == path::general;
+          REQUIRE(b.same());
+        }
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+  }
+  MESSAGE("paths: " << general << " general, " << tiles << " tiled");
+  CHECK(tiles > 0);
+  CHECK(general > 0);
+}
+
+TEST_CASE("the cast kernels, replayed, match dlb::cast_strided for every pair of dtypes, aligned or not") {
   std::mt19937_64 rng(99);
+  int words = 0, bytes = 0;
   for (const auto& from_info : dlb::dtype_table) {
     for (const auto& to_info : dlb::dtype_table) {
       const dlb::dtype from = from_info.type, to = to_info.type;
       if (from == to) continue;
       CAPTURE(from_info.name);
       CAPTURE(to_info.name);
-      for (int trial = 0; trial < 6; ++trial) {
+      for (int trial = 0; trial < 9; ++trial) {
         const auto shape = dlb_test::random_shape(rng, int(rng() % 4), 7);
         // Packed operands are C-contiguous; others get random layouts.
         const layout sl = from.is_subbyte() ? dlb_test::c_order(shape) : dlb_test::random_layout(rng, shape, true);
@@ -175,38 +364,43 @@ TEST_CASE("the cast kernels, replayed, match dlb::cast_strided for every pair of
         const auto src_bytes = std::size_t(from.storage_bytes(std::uint64_t(sl.buffer))) + 1;
         const auto dst_bytes = std::size_t(to.storage_bytes(std::uint64_t(dl.buffer))) + 1;
         buffers b(rng, src_bytes, dst_bytes);
-        const auto element_offset = [](dlb::dtype t, std::int64_t offset) {
-          return t.is_subbyte() ? 0 : offset * std::int64_t(t.itemsize());
+        // One byte off the element size on one side in some trials (packed
+        // data is addressed by byte): moved byte by byte, unless 1-byte.
+        const std::int64_t src_shift = trial % 3 == 1 && !from.is_subbyte(), dst_shift = trial % 3 == 2 && !to.is_subbyte();
+        const auto first_byte = [](dlb::dtype t, std::int64_t offset, std::int64_t shift) {
+          return t.is_subbyte() ? 0 : shift + offset * std::int64_t(t.itemsize());
         };
-        const auto* src = b.s() + element_offset(from, sl.offset);
-        dlb::cast_strided(shape, from, src, sl.strides, to, b.e() + element_offset(to, dl.offset), dl.strides);
-        auto* dst = b.d() + element_offset(to, dl.offset);
+        const auto* src = b.s() + first_byte(from, sl.offset, src_shift);
+        dlb::cast_strided(shape, from, src, sl.strides, to, b.e() + first_byte(to, dl.offset, dst_shift), dl.strides);
         const auto plan = cd::make_strided_plan(shape, dl.strides, sl.strides);
-        const auto from_size = std::int64_t(from.bits) * from.lanes / 8, to_size = std::int64_t(to.bits) * to.lanes / 8;
-        const auto read = [&](std::int64_t s) {
-          return from.is_subbyte() ? dlb::load(from, src, s) : dlb::load(from, src + s * from_size);
-        };
-        if (to.is_subbyte()) {  // cast_to_packed_kernel: one thread per byte
-          dlb::float_format f{};
-          REQUIRE(dlb::detail::format_of(to, f));
-          const auto packed_bytes = std::int64_t(to.storage_bytes(std::uint64_t(plan.count)));
-          for (std::int64_t byte = 0; byte < packed_bytes; ++byte)
-            dst[byte] = cd::pack_byte(byte, plan.count, to.bits, dst[byte], [&](std::int64_t e) {
-              std::int64_t d, s;
-              cd::offsets(plan, e, d, s);
-              REQUIRE(d == e);
-              return dlb::detail::small_float_code(f, read(s));
-            });
-        } else {  // cast_kernel: one thread per element
-          for (std::int64_t i = 0; i < plan.count; ++i) {
-            std::int64_t d, s;
-            cd::offsets(plan, i, d, s);
-            dlb::store(to, dst + d * to_size, read(s));
-          }
-        }
+        const bool aligned = replay_cast(plan, from, to, b.d() + first_byte(to, dl.offset, dst_shift), src);
+        CHECK(aligned == !((src_shift && from.itemsize() > 1) || (dst_shift && to.itemsize() > 1)));
+        words += aligned;
+        bytes += !aligned;
         REQUIRE(b.same());
       }
     }
+  }
+  MESSAGE("casts: " << words << " as words, " << bytes << " byte by byte");
+}
+
+TEST_CASE("permuted float32 <-> float64 casts of 3-D arrays around the tile size, replayed, match dlb::cast_strided") {
+  std::mt19937_64 rng(41);
+  const dlb::dtype f32 = dlb::dtype_of<float>, f64 = dlb::dtype_of<double>;
+  for (const auto& base : dlb_test::tile_edge_shapes(3, 40'000)) {
+    std::vector<std::size_t> perm{0, 1, 2};
+    do {
+      const std::vector<std::int64_t> shape{base[perm[0]], base[perm[1]], base[perm[2]]};
+      const layout sl = dlb_test::permuted(base, perm), dl = dlb_test::c_order(shape);
+      const std::string layout_text = dlb_test::describe_permuted(base, perm);
+      CAPTURE(layout_text);
+      for (const auto& [from, to] : {std::pair{f32, f64}, std::pair{f64, f32}}) {
+        buffers b(rng, std::size_t(sl.buffer) * from.itemsize(), std::size_t(dl.buffer) * to.itemsize());
+        dlb::cast_strided(shape, from, b.s(), sl.strides, to, b.e(), dl.strides);
+        CHECK(replay_cast(cd::make_strided_plan(shape, dl.strides, sl.strides), from, to, b.d(), b.s()));
+        REQUIRE(b.same());
+      }
+    } while (std::next_permutation(perm.begin(), perm.end()));
   }
 }
 
@@ -224,9 +418,10 @@ TEST_CASE("the fill kernel's byte-by-byte fallback for unaligned memory writes t
   for (int k = 0; k < 4; ++k) {
     auto part = plan;
     for (std::int32_t axis = 0; axis < part.ndim; ++axis) part.dst[axis] *= 4;
+    const cd::index_divisors divisors = cd::make_index_divisors(part);
     for (std::int64_t i = 0; i < part.count; ++i) {
       std::int64_t d, s;
-      cd::offsets(part, i, d, s);
+      cd::offsets(part, divisors, i, d, s);
       got[std::size_t(first + k + d)] = value[k];
     }
   }

@@ -3,10 +3,11 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
+#include <optional>
 
 #include "dlbridge/config.hpp"
+#include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
 
 namespace dlb::cuda_runtime::detail {
@@ -23,37 +24,102 @@ inline bool is_memcpy(const strided_plan& p) {
   return p.ndim == 0 || (p.ndim == 1 && p.dst[0] == 1 && p.src[0] == 1);
 }
 
+// n / d for every n < 2^32 as a multiply-high, an add and a shift (Granlund
+// and Montgomery, "Division by invariant integers using multiplication",
+// 1994, section 4): a GPU has no divide instruction, and even a 32-bit
+// division is a sequence of some twenty.
+struct fast_divisor {
+  std::uint32_t magic = 0;  // floor(2^32 * (2^shift - d) / d) + 1
+  std::uint32_t shift = 0;  // ceil(log2(d))
+
+  // For d >= 1.
+  [[nodiscard]] static constexpr fast_divisor of(std::uint32_t d) {
+    fast_divisor f;
+    while ((std::uint64_t(1) << f.shift) < d) ++f.shift;
+    f.magic = std::uint32_t((((std::uint64_t(1) << f.shift) - d) << 32) / d + 1);
+    return f;
+  }
+  // (magic + 2^32) * n / 2^(32 + shift), without a 33-bit multiplier.
+  [[nodiscard]] DLB_HOST_DEVICE constexpr std::uint32_t divide(std::uint32_t n) const {
+    const auto high = std::uint32_t(std::uint64_t(n) * magic >> 32);
+    return std::uint32_t((std::uint64_t(high) + n) >> shift);
+  }
+};
+
+// The divisors offsets() uses: every extent of a plan but the outermost, when
+// every element index fits 32 bits (`fast`); otherwise offsets() divides in 64
+// bits.
+struct index_divisors {
+  bool fast = false;
+  fast_divisor axis[max_ndim + 1] = {};
+};
+
+[[nodiscard]] constexpr index_divisors make_index_divisors(const strided_plan& p) {
+  index_divisors d;
+  d.fast = p.count <= std::int64_t(UINT32_MAX);
+  if (d.fast)
+    for (std::int32_t axis = 1; axis < p.ndim; ++axis) d.axis[axis] = fast_divisor::of(std::uint32_t(p.extent[axis]));
+  return d;
+}
+
 // Offsets (in elements) of element `i` of the coalesced iteration space,
-// innermost axis fastest.
-DLB_HOST_DEVICE inline void offsets(const strided_plan& p, std::int64_t i, std::int64_t& dst, std::int64_t& src) {
+// innermost axis fastest. The outermost axis needs no division: i < count.
+DLB_HOST_DEVICE inline void offsets(const strided_plan& p, const index_divisors& divisors, std::int64_t i,
+                                    std::int64_t& dst, std::int64_t& src) {
   dst = 0;
   src = 0;
-  for (std::int32_t axis = p.ndim - 1; axis >= 0; --axis) {
-    const std::int64_t extent = p.extent[axis];
-    const std::int64_t q = i / extent, r = i - q * extent;
-    dst += r * p.dst[axis];
-    src += r * p.src[axis];
-    i = q;
+  if (p.ndim == 0) return;
+  std::int32_t axis = p.ndim - 1;
+  if (divisors.fast) {
+    auto n = std::uint32_t(i);
+    for (; axis > 0; --axis) {
+      const std::uint32_t q = divisors.axis[axis].divide(n);
+      const std::int64_t r = n - q * std::uint32_t(p.extent[axis]);
+      dst += r * p.dst[axis];
+      src += r * p.src[axis];
+      n = q;
+    }
+    i = n;
+  } else {
+    for (; axis > 0; --axis) {
+      const std::int64_t q = i / p.extent[axis], r = i - q * p.extent[axis];
+      dst += r * p.dst[axis];
+      src += r * p.src[axis];
+      i = q;
+    }
   }
+  dst += i * p.dst[0];
+  src += i * p.src[0];
 }
 
 // -- The tiled transpose ------------------------------------------------------------
-// For plans whose last axis is contiguous in the destination and whose
-// second-to-last axis is contiguous in the source: each block stages a
-// tile_dim x tile_dim tile in shared memory, reading along the source's
-// contiguous axis and writing along the destination's. Axes before those two
-// form a batch.
+// For plans whose last axis is contiguous in the destination and another axis
+// contiguous in the source: each block stages a tile_dim x tile_dim tile in
+// shared memory, reading along the source's contiguous axis and writing along
+// the destination's. The kernels take that axis second-to-last (tiled_plan);
+// the axes before those two form a batch.
 
 inline constexpr int tile_dim = 32;   // tile edge
 inline constexpr int tile_rows = 8;   // threads per block: tile_dim x tile_rows
 inline constexpr std::int64_t tile_min_extent = 16;
 
-inline bool use_tiles(const strided_plan& p) {
-  if (p.ndim < 2) return false;
-  const std::int32_t r = p.ndim - 2, c = p.ndim - 1;
-  const auto magnitude = [](std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); };  // v may be INT64_MIN
-  return magnitude(p.dst[c]) == 1 && magnitude(p.src[r]) == 1 && magnitude(p.src[c]) != 1 &&
-         p.extent[r] >= tile_min_extent && p.extent[c] >= tile_min_extent;
+// |v|, which may be 2^63 (v = INT64_MIN).
+[[nodiscard]] constexpr std::uint64_t magnitude(std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); }
+
+// The plan the tile kernels run when `p` is a transpose: the source's
+// contiguous axis, wherever the destination's order put it, moved just
+// before the last, the others keeping their order. Elements go to the same
+// places; only the order of the iteration changes.
+[[nodiscard]] inline std::optional<strided_plan> tiled_plan(const strided_plan& p) {
+  const std::int32_t c = p.ndim - 1;
+  if (p.ndim < 2 || magnitude(p.dst[c]) != 1 || magnitude(p.src[c]) == 1 || p.extent[c] < tile_min_extent)
+    return std::nullopt;
+  std::int32_t r = c - 1;
+  while (r >= 0 && magnitude(p.src[r]) != 1) --r;
+  if (r < 0 || p.extent[r] < tile_min_extent) return std::nullopt;
+  strided_plan tiled = p;
+  for (std::int64_t* axes : {tiled.extent, tiled.dst, tiled.src}) std::rotate(axes + r, axes + r + 1, axes + c);
+  return tiled;
 }
 
 struct tile_grid {
@@ -154,16 +220,78 @@ template <> struct word_of<16> { using type = word16; };
 
 inline constexpr std::size_t word_alignment(std::size_t bytes) { return bytes < 8 ? bytes : 8; }
 
-// Whether every address a plan touches from `dst` and `src` (nullptr for a
-// fill) is a multiple of word_alignment(bytes).
-inline bool is_word_aligned(const strided_plan& p, const void* dst, const void* src, std::size_t bytes) {
+// Whether every address that `strides` (in elements of `bytes` bytes) reach
+// from `base` is a multiple of word_alignment(bytes).
+inline bool is_word_aligned(const std::int64_t* strides, std::int32_t ndim, const void* base, std::size_t bytes) {
   const auto alignment = std::int64_t(word_alignment(bytes));
-  if (reinterpret_cast<std::uintptr_t>(dst) % std::uintptr_t(alignment) ||
-      reinterpret_cast<std::uintptr_t>(src) % std::uintptr_t(alignment))
-    return false;
-  for (std::int32_t axis = 0; axis < p.ndim; ++axis)
-    if ((p.dst[axis] * std::int64_t(bytes)) % alignment || (p.src[axis] * std::int64_t(bytes)) % alignment) return false;
+  if (reinterpret_cast<std::uintptr_t>(base) % std::uintptr_t(alignment)) return false;
+  for (std::int32_t axis = 0; axis < ndim; ++axis)
+    if ((strides[axis] * std::int64_t(bytes)) % alignment) return false;
   return true;
+}
+
+// The same for every address a plan touches from `dst` and `src` (nullptr for a fill).
+inline bool is_word_aligned(const strided_plan& p, const void* dst, const void* src, std::size_t bytes) {
+  return is_word_aligned(p.dst, p.ndim, dst, bytes) && is_word_aligned(p.src, p.ndim, src, bytes);
+}
+
+// -- Elements of a cast -------------------------------------------------------------
+// The cast kernels convert with element.hpp's load and store. Where every
+// address is word-aligned they move each element with one access of its
+// width (word_of) to and from a local copy, since load and store reach memory
+// through memcpy, which is byte by byte when the alignment is unknown; the
+// others load and store in place.
+
+// Whether both operands of a cast are word-aligned; packed sub-byte operands
+// are addressed by byte and need nothing.
+inline bool is_word_aligned(const strided_plan& p, dtype from, dtype to, const void* dst, const void* src) {
+  return (from.is_subbyte() || is_word_aligned(p.src, p.ndim, src, from.itemsize())) &&
+         (to.is_subbyte() || is_word_aligned(p.dst, p.ndim, dst, to.itemsize()));
+}
+
+template <class W>
+DLB_HOST_DEVICE inline void move_as(void* to, const void* from) {
+  *static_cast<W*>(to) = *static_cast<const W*>(from);
+}
+
+// One element of `bytes` bytes, with the widest access word_of allows.
+DLB_HOST_DEVICE inline void move_word(void* to, const void* from, std::int64_t bytes) {
+  switch (bytes) {
+    case 1: return move_as<std::uint8_t>(to, from);
+    case 2: return move_as<std::uint16_t>(to, from);
+    case 4: return move_as<std::uint32_t>(to, from);
+    case 8: return move_as<std::uint64_t>(to, from);
+    default: return move_as<word16>(to, from);
+  }
+}
+
+// Element `index` of a cast's source at `base` (counted in elements, packed ones included).
+template <bool Aligned>
+[[nodiscard]] DLB_HOST_DEVICE inline scalar load_element(dtype t, const unsigned char* base, std::int64_t index) {
+  if (t.is_subbyte()) return dlb::load(t, base, index);
+  const std::int64_t bytes = std::int64_t(t.bits) * t.lanes / 8;
+  const unsigned char* p = base + index * bytes;
+  if constexpr (Aligned) {
+    alignas(word16) unsigned char element[sizeof(word16)];
+    move_word(element, p, bytes);
+    return dlb::load(t, element);
+  } else {
+    return dlb::load(t, p);
+  }
+}
+
+// Stores `value` into element `index` of a cast's destination at `base` (not packed).
+template <bool Aligned>
+DLB_HOST_DEVICE inline void store_element(dtype t, unsigned char* base, std::int64_t index, const scalar& value) {
+  const std::int64_t bytes = std::int64_t(t.bits) * t.lanes / 8;
+  unsigned char* p = base + index * bytes;
+  if constexpr (Aligned) {
+    alignas(word16) unsigned char element[sizeof(word16)];
+    dlb::store(t, element, value);
+    move_word(p, element, bytes);
+  } else {
+    dlb::store(t, p, value);
+  }
 }
 
 }  // namespace dlb::cuda_runtime::detail
