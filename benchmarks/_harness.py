@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import platform
 import random
 import statistics
+import subprocess
 import time
 from typing import Any
 
@@ -84,6 +86,18 @@ def compare(sides: dict[str, Any], *, sample_ns: float, samples: int, min_sample
         if was_enabled:
             gc.enable()
     return {name: Timing(min(t), statistics.median(t), len(t), loops) for name, t in times.items()}
+
+
+def cpu_model() -> str:
+    """The CPU's model name, and the hypervisor where this is a guest."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    model = fields.get("Model name", platform.processor() or platform.machine()).strip()
+    hypervisor = fields.get("Hypervisor vendor", "").strip()
+    return model + (f" ({hypervisor} guest)" if hypervisor else "")
 
 
 @dataclasses.dataclass

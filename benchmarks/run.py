@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import time
 
@@ -42,20 +41,9 @@ import copies  # noqa: E402
 import exchange  # noqa: E402
 import gpu  # noqa: E402
 import instructions  # noqa: E402
-from _harness import table  # noqa: E402
+from _harness import cpu_model, table  # noqa: E402
 
 GROUPS = ("exchange", "arguments", "copies", "callgrind", "gpu")
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        out = ""
-    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
-    model = fields.get("Model name", platform.processor() or platform.machine()).strip()
-    hypervisor = fields.get("Hypervisor vendor", "").strip()
-    return model + (f" ({hypervisor} guest)" if hypervisor else "")
 
 
 def environment() -> list[str]:
@@ -93,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     command = "python benchmarks/run.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
     print(f"command: {command}")
-    for line in environment():
+    for line in environment() + (gpu.environment() if "gpu" in groups else []):
         print(line)
     print(flush=True)
 

@@ -9,10 +9,10 @@ import pytest
 
 import dlbridge
 from dlpack_ctypes import FLAG_IS_COPIED, Consumed
-from gpu import needs_gpu
+from gpu import cuda_peer, needs_gpu, race_control
 
-torch = pytest.importorskip("torch")
-pytestmark = [needs_gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="this PyTorch has no CUDA support")]
+torch = cuda_peer("torch")
+pytestmark = needs_gpu
 
 # About 0.2 s of GPU time: long enough that an unordered read always runs first.
 SLOW_CYCLES = 400_000_000
@@ -86,7 +86,7 @@ def test_torch_both_directions_share_memory():
 
 
 def test_cupy_both_directions_and_cuda_array_interface():
-    cupy = pytest.importorskip("cupy")
+    cupy = cuda_peer("cupy")
     c = cupy.arange(10, dtype=cupy.float64)[::2]
     a = dlbridge.from_dlpack(c)
     assert a.data_ptr == c.data.ptr and a.strides == (2,)
@@ -107,10 +107,8 @@ class Interface:
 
 
 def test_jax_both_directions():
-    jax = pytest.importorskip("jax")
+    jax = cuda_peer("jax")
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    if not gpus:
-        pytest.skip("this JAX has no GPU backend")
     x = jax.device_put(jax.numpy.arange(8, dtype=jax.numpy.float32), gpus[0])
     a = dlbridge.from_dlpack(x)
     assert a.data_ptr == x.unsafe_buffer_pointer() and a.device == "cuda:0"
@@ -121,7 +119,7 @@ def test_jax_both_directions():
 # -- Pinned and managed memory are labelled as what they are --------------------------
 
 def test_pinned_and_managed_memory_are_classified():
-    cupy = pytest.importorskip("cupy")
+    cupy = cuda_peer("cupy")
     pinned = cupy.cuda.alloc_pinned_memory(64)
     managed = cupy.cuda.malloc_managed(64)
     device = cupy.cuda.alloc(64)
@@ -141,24 +139,37 @@ def test_arrays_made_from_cuda_views_in_cpp_report_cuda():
 # -- Stream ordering --------------------------------------------------------------------
 
 def _slow_write(t, value, stream):
-    """Queues, on `stream`, a ~0.2 s kernel and then t.fill_(value)."""
+    """Queues, on `stream`, a ~0.2 s kernel and then t.fill_(value). Both
+    kernels run once first: a kernel is loaded at its first launch, which may
+    wait for the GPU to go idle, and so let the write land before a read that
+    races it."""
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(1)
+        torch.empty_like(t).fill_(value)
+    stream.synchronize()
     with torch.cuda.stream(stream):
         torch.cuda._sleep(SLOW_CYCLES)
         t.fill_(value)
 
 
-@pytest.mark.parametrize("ordered", [True, False])
+# ordered=False is the control: it shows the read can race ahead, so the
+# ordered case can fail. The race needs two streams running at once.
+@pytest.mark.parametrize("ordered", [True, pytest.param(False, marks=race_control)])
 def test_dlpack_orders_the_consumer_stream_after_the_writer(ordered):
     # dlbridge's array is written on the legacy default stream (torch's default
-    # stream); the consumer reads on a non-blocking stream it names.
+    # stream); the consumer reads on a non-blocking stream it names. Its
+    # memory is allocated, and its read launched once, before the write is
+    # queued, so that nothing in the race allocates or loads a kernel.
     a = dlbridge.zeros(N, dtype="float32", device="cuda")
     shared = torch.from_dlpack(a)
+    consumer = torch.cuda.Stream()
+    with torch.cuda.stream(consumer):
+        seen = torch.empty_like(shared).copy_(shared).fill_(-1.0)
     torch.cuda.synchronize()
     _slow_write(shared, 1.0, torch.cuda.default_stream())
-    consumer = torch.cuda.Stream()
     capsule_owner = _Once(a, stream=consumer.cuda_stream if ordered else -1)
     with torch.cuda.stream(consumer):
-        seen = torch.from_dlpack(capsule_owner).clone()
+        seen.copy_(torch.from_dlpack(capsule_owner))
     consumer.synchronize()
     if ordered:
         assert seen.min().item() == 1.0
@@ -182,7 +193,7 @@ class _Once:
         return self.a.__dlpack_device__()
 
 
-@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize("ordered", [True, pytest.param(False, marks=race_control)])
 def test_cuda_array_interface_import_waits_on_the_producer_stream(ordered):
     t = torch.zeros(N, device="cuda")
     torch.cuda.synchronize()
