@@ -223,16 +223,20 @@ def test_streams_are_checked():
 # The legacy default stream (torch's default stream) is kept busy for ~0.2 s,
 # so that dlbridge's work queued after it finishes long after the call
 # returns unless dlbridge waits for it: a host read that does not wait sees
-# the memory as it was (zeros), not the values.
+# the memory as it was, not the values. Each test runs its operations once
+# before the race, so that no kernel is loaded (which may wait for the GPU
+# to go idle) inside it.
 
 def _busy_legacy_stream():
-    torch.cuda.synchronize()
     with torch.cuda.stream(torch.cuda.default_stream()):
+        torch.cuda._sleep(1)
+        torch.cuda.synchronize()
         torch.cuda._sleep(SLOW_CYCLES)
 
 
 @pytest.mark.parametrize("device", ["cuda_host", "cuda_managed"])
 def test_fill_of_pinned_and_managed_memory_is_ready_for_the_host(device):
+    dlbridge.full(N, 3.0, dtype="float32", device=device)
     _busy_legacy_stream()
     a = dlbridge.full(N, 3.0, dtype="float32", device=device)
     assert np.asarray(a).min() == 3.0  # the buffer protocol: no stream at all
@@ -242,6 +246,7 @@ def test_fill_of_pinned_and_managed_memory_is_ready_for_the_host(device):
 @pytest.mark.parametrize("device", ["cuda_host", "cuda_managed"])
 def test_copies_into_pinned_and_managed_memory_are_ready_for_the_host(device):
     d = dlbridge.zeros(N, dtype="float32", device="cuda")
+    d.to_device(device), dlbridge.asarray(d, dtype="float64", device=device)
     _slow_write(torch.from_dlpack(d), 1.0, torch.cuda.default_stream())  # on the legacy stream
     for out in (d.to_device(device), dlbridge.asarray(d, dtype="float64", device=device)):
         assert out.device == device
@@ -251,6 +256,7 @@ def test_copies_into_pinned_and_managed_memory_are_ready_for_the_host(device):
 
 def test_copy_from_pinned_memory_is_done_before_the_host_writes_it_again():
     pinned = dlbridge.full(N, 1.0, dtype="float32", device="cuda_host")
+    pinned.to_device("cuda")
     _busy_legacy_stream()
     d = pinned.to_device("cuda")
     np.asarray(pinned)[:] = 2.0  # would overtake a copy still queued behind the busy stream
@@ -262,6 +268,8 @@ def test_cuda_array_interface_of_pinned_memory_waits_for_the_producer_stream():
     # The producer's stream copies ones into pinned memory after ~0.2 s.
     pinned = torch.zeros(N, pin_memory=True)
     ones = torch.ones(N, device="cuda")
+    torch.empty(N, pin_memory=True).copy_(ones, non_blocking=True)
+    torch.cuda._sleep(1)
     torch.cuda.synchronize()
     producer = torch.cuda.Stream()
     with torch.cuda.stream(producer):
@@ -279,8 +287,10 @@ def test_dlpack_import_with_a_copy_tells_the_producer_its_stream():
     # torch's current stream is a side stream with a slow write queued: told
     # stream 1, torch orders the legacy stream (where dlbridge copies) after it.
     t = torch.zeros(N, device="cuda")
-    torch.cuda.synchronize()
     side = torch.cuda.Stream()
+    _slow_write(t, 0.0, side)  # loads the kernels; writes what t holds
+    side.synchronize()
+    dlbridge.from_dlpack(t, copy=True), dlbridge.from_dlpack(t, device="cpu"), dlbridge.asarray(t, dtype="float64")
     with torch.cuda.stream(side):
         torch.cuda._sleep(SLOW_CYCLES)
         t.fill_(1.0)
@@ -293,8 +303,9 @@ def test_dlpack_import_with_a_copy_tells_the_producer_its_stream():
 
 # -- Copies between GPUs ------------------------------------------------------------------
 
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_copy_between_gpus_waits_for_the_source_gpu():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")  # in the body: a missing GPU is reported first
     a = dlbridge.zeros(N, dtype="float32", device="cuda:0")
     with torch.cuda.device(0):
         _slow_write(torch.from_dlpack(a), 1.0, torch.cuda.default_stream(0))
@@ -329,8 +340,11 @@ def test_memory_lent_to_a_consumer_stream_is_not_reused_under_its_work():
     # then lets the array go; dlbridge's next allocation of the same size, on
     # the legacy stream, gets the same block from the pool and fills it.
     a = dlbridge.full(N, 1.0, dtype="float32", device="cuda")
-    torch.cuda.synchronize()
     consumer = torch.cuda.Stream()
+    with torch.cuda.stream(consumer):
+        torch.cuda._sleep(1)
+        torch.from_dlpack(a).clone()
+    torch.cuda.synchronize()
     with torch.cuda.stream(consumer):
         t = torch.from_dlpack(a)  # names the consumer's stream
         torch.cuda._sleep(SLOW_CYCLES)
@@ -353,6 +367,7 @@ def test_memory_borrowed_through_the_exchange_table_is_not_reused_under_dlbridge
     with torch.cuda.stream(side):
         t = torch.ones(N, device="cuda")
         a = dlbridge.from_dlpack(t)
+    a.copy()
     side.synchronize()
     _busy_legacy_stream()
     copied = a.copy()  # queued behind the slow kernel
