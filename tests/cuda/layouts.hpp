@@ -4,11 +4,14 @@
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "dlbridge/dtype.hpp"
 
 namespace dlb_test {
 
@@ -121,6 +124,41 @@ inline std::vector<std::vector<std::int64_t>> tile_edge_shapes(std::size_t ndim,
     while (axis > 0 && pick[axis - 1] == std::size(extents) - 1) pick[--axis] = 0;
     if (axis == 0) return out;
     ++pick[axis - 1];
+  }
+}
+
+// A dtype of `itemsize` bytes whose values are copied as they are.
+inline dlb::dtype opaque_type(std::size_t itemsize) {
+  return itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+}
+
+// One case of the permutation tests: a C-contiguous array of shape `base`
+// copied through transpose(perm) into a C-contiguous destination.
+struct permutation_case {
+  std::vector<std::int64_t> base, shape;  // the array's shape, and the view's
+  std::vector<std::size_t> perm;
+  layout src, dst;
+  std::string text;  // for messages
+};
+
+// Calls f(c) for every permutation of every tile_edge_shapes() shape of 3
+// axes, and of 4 axes up to 10,000 elements (as many layouts again as the 3-D
+// ones for each extent).
+template <class F>
+void for_each_permutation_case(F&& f) {
+  for (const std::size_t ndim : {3u, 4u}) {
+    for (const auto& base : tile_edge_shapes(ndim, ndim == 3 ? INT64_MAX : 10'000)) {
+      permutation_case c{base, {}, std::vector<std::size_t>(ndim), {}, {}, {}};
+      std::iota(c.perm.begin(), c.perm.end(), std::size_t(0));
+      do {
+        c.shape.clear();
+        for (const std::size_t axis : c.perm) c.shape.push_back(base[axis]);
+        c.src = permuted(base, c.perm);
+        c.dst = c_order(c.shape);
+        c.text = describe_permuted(base, c.perm);
+        f(c);
+      } while (std::next_permutation(c.perm.begin(), c.perm.end()));
+    }
   }
 }
 

@@ -155,7 +155,7 @@ GPU_TEST_CASE("copy_strided on the GPU matches dlb::copy_strided for random layo
   for (int trial = 0; trial < 400; ++trial) {
     const auto shape = dlb_test::random_shape(rng, int(rng() % 5), trial % 10 == 0 ? 70 : 7);
     const std::size_t itemsize = std::size_t(1) << (rng() % 5);
-    const dlb::dtype type = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+    const dlb::dtype type = dlb_test::opaque_type(itemsize);
     const layout sl = dlb_test::random_layout(rng, shape, true);
     const layout dl = trial % 3 == 0 ? dlb_test::transposed(shape) : dlb_test::random_layout(rng, shape, false);
     const std::size_t misalign = trial % 7 == 0 ? 1 : 0;  // unaligned elements: the byte path
@@ -187,7 +187,7 @@ GPU_TEST_CASE("large 2-D and batched transposes (the tiled path) for every eleme
   for (const auto& shape : {std::vector<std::int64_t>{1000, 777}, std::vector<std::int64_t>{5, 129, 65},
                             std::vector<std::int64_t>{33, 2049}}) {
     for (const std::size_t itemsize : {1, 2, 4, 8, 16}) {
-      const dlb::dtype type = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
+      const dlb::dtype type = dlb_test::opaque_type(itemsize);
       const layout sl = dlb_test::transposed(shape), dl = dlb_test::c_order(shape);
       const auto src = random_bytes(rng, std::size_t(sl.buffer) * itemsize);
       std::vector<std::uint8_t> expected(std::size_t(dl.buffer) * itemsize);
@@ -228,28 +228,17 @@ GPU_TEST_CASE("every permutation of 3-D and 4-D arrays around the tile size, cop
     return got == expected;
   };
   const dlb::dtype f32 = dlb::dtype_of<float>, f64 = dlb::dtype_of<double>;
-  for (const std::size_t ndim : {3u, 4u}) {
-    for (const auto& base : dlb_test::tile_edge_shapes(ndim, ndim == 3 ? INT64_MAX : 10'000)) {
-      std::vector<std::size_t> perm(ndim);
-      std::iota(perm.begin(), perm.end(), std::size_t(0));
-      do {
-        std::vector<std::int64_t> shape;
-        for (const std::size_t axis : perm) shape.push_back(base[axis]);
-        const layout sl = dlb_test::permuted(base, perm), dl = dlb_test::c_order(shape);
-        const std::string layout_text = dlb_test::describe_permuted(base, perm);
-        CAPTURE(layout_text);
-        for (const std::size_t itemsize : {1u, 2u, 4u, 8u, 16u}) {
-          const dlb::dtype type = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
-          CAPTURE(itemsize);
-          REQUIRE(run(shape, sl, dl, type, type));
-        }
-        if (ndim == 3 && base[0] * base[1] * base[2] <= 40'000) {
-          REQUIRE(run(shape, sl, dl, f32, f64));
-          REQUIRE(run(shape, sl, dl, f64, f32));
-        }
-      } while (std::next_permutation(perm.begin(), perm.end()));
+  dlb_test::for_each_permutation_case([&](const dlb_test::permutation_case& c) {
+    CAPTURE(c.text);
+    for (const std::size_t itemsize : {1u, 2u, 4u, 8u, 16u}) {
+      CAPTURE(itemsize);
+      REQUIRE(run(c.shape, c.src, c.dst, dlb_test::opaque_type(itemsize), dlb_test::opaque_type(itemsize)));
     }
-  }
+    if (c.base.size() == 3 && c.base[0] * c.base[1] * c.base[2] <= 40'000) {
+      REQUIRE(run(c.shape, c.src, c.dst, f32, f64));
+      REQUIRE(run(c.shape, c.src, c.dst, f64, f32));
+    }
+  });
 }
 
 GPU_TEST_CASE("tensor copies between pageable host, pinned, managed and device memory, any layouts") {

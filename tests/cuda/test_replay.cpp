@@ -310,38 +310,25 @@ TEST_CASE("the copy kernels, replayed, match dlb::copy_strided for random layout
 TEST_CASE("every permutation of 3-D and 4-D arrays around the tile size, replayed, matches dlb::copy_strided") {
   std::mt19937_64 rng(31);
   int tiles = 0, general = 0;
-  for (const std::size_t ndim : {3u, 4u}) {
-    // Every 3-D shape; the 4-D ones of up to 10,000 elements (every 4-D
-    // shape's layouts are as many again as the 3-D ones for each extent).
-    for (const auto& base : dlb_test::tile_edge_shapes(ndim, ndim == 3 ? INT64_MAX : 10'000)) {
-      std::vector<std::size_t> perm(ndim);
-      std::iota(perm.begin(), perm.end(), std::size_t(0));
-      do {
-        std::vector<std::int64_t> shape;
-        for (const std::size_t axis : perm) shape.push_back(base[axis]);
-        const layout sl = dlb_test::permuted(base, perm), dl = dlb_test::c_order(shape);
-        const unit_axes unit = unit_axes_of(shape, perm);
-        const std::string layout_text = dlb_test::describe_permuted(base, perm);
-        CAPTURE(layout_text);
-        for (const std::size_t itemsize : {1u, 2u, 4u, 8u, 16u}) {
-          CAPTURE(itemsize);
-          buffers b(rng, std::size_t(sl.buffer) * itemsize, std::size_t(dl.buffer) * itemsize);
-          const dlb::dtype opaque = itemsize == 16 ? dlb::dtype{dlb::kDLComplex, 128} : dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
-          dlb::copy_strided(shape, opaque, b.s(), sl.strides, b.e(), dl.strides);
-          const path used = replay_copy(shape, itemsize, b.s(), sl, b.d(), dl);
-          // The rule, read off the shapes: distinct unit-stride axes, both
-          // at least tile_min_extent long, are a transpose; one axis is not.
-          if (unit.src == unit.dst)
-            CHECK(used != path::tiles);
-          else if (shape[std::size_t(unit.src)] >= cd::tile_min_extent && shape[std::size_t(unit.dst)] >= cd::tile_min_extent)
-            CHECK(used == path::tiles);
-          tiles += used == path::tiles;
-          general += used == path::general;
-          REQUIRE(b.same());
-        }
-      } while (std::next_permutation(perm.begin(), perm.end()));
+  dlb_test::for_each_permutation_case([&](const dlb_test::permutation_case& c) {
+    const unit_axes unit = unit_axes_of(c.shape, c.perm);
+    CAPTURE(c.text);
+    for (const std::size_t itemsize : {1u, 2u, 4u, 8u, 16u}) {
+      CAPTURE(itemsize);
+      buffers b(rng, std::size_t(c.src.buffer) * itemsize, std::size_t(c.dst.buffer) * itemsize);
+      dlb::copy_strided(c.shape, dlb_test::opaque_type(itemsize), b.s(), c.src.strides, b.e(), c.dst.strides);
+      const path used = replay_copy(c.shape, itemsize, b.s(), c.src, b.d(), c.dst);
+      // The rule, read off the shapes: distinct unit-stride axes, both
+      // at least tile_min_extent long, are a transpose; one axis is not.
+      if (unit.src == unit.dst)
+        CHECK(used != path::tiles);
+      else if (c.shape[std::size_t(unit.src)] >= cd::tile_min_extent && c.shape[std::size_t(unit.dst)] >= cd::tile_min_extent)
+        CHECK(used == path::tiles);
+      tiles += used == path::tiles;
+      general += used == path::general;
+      REQUIRE(b.same());
     }
-  }
+  });
   MESSAGE("paths: " << general << " general, " << tiles << " tiled");
   CHECK(tiles > 0);
   CHECK(general > 0);
