@@ -32,7 +32,7 @@ import subprocess
 import time
 
 import dlbridge
-from _harness import Row, compare, cpu_model, gbps, loop, ns
+from _harness import Row, compare, gbps, loop, ns
 
 MIB = 1 << 20
 NBYTES = 256 * MIB
@@ -61,7 +61,8 @@ def _gpu_missing() -> str:
 
 
 def environment() -> list[str]:
-    """The machine the figures come from: GPU, driver, CPU and CUDA builds."""
+    """The GPU the figures come from: model, driver and CUDA builds (the CPU
+    is printed beside every table)."""
     info = dlbridge.build_info()
     try:
         smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap",
@@ -75,7 +76,6 @@ def environment() -> list[str]:
         torch_cuda = "torch not installed"
     seen = f"{info['gpu_count']} GPU(s)" if info["gpu_count"] else f"no GPU ({info['cuda_status']})"
     return [f"gpu: {smi.splitlines()[0] if smi else 'nvidia-smi lists none'} (name, driver, memory, compute capability)",
-            f"cpu: {cpu_model()}, {os.cpu_count()} logical CPUs",
             f"cuda: dlbridge's static runtime {info['cuda_version']} sees {seen}; {torch_cuda}"]
 
 
