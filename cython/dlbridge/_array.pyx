@@ -5,8 +5,9 @@ links the CUDA runtime), written in files by concern: this one holds the
 Array type; _streams.pxi the stream arguments, _scalars.pxi Python scalars,
 _exchange.pxi the DLPack C exchange API, _pickle.pxi pickling,
 _indexing.pxi indexing, _importers.pxi from_dlpack and asarray's sources,
-_creation.pxi empty/zeros/full, _build_info.pxi build_info(), _arguments.pxi the
-argument converter behind dlbridge/argument.hpp."""
+_creation.pxi empty/zeros/full, _build_info.pxi build_info(), _copy_threads.pxi
+the threads of CPU copies, _arguments.pxi the argument converter behind
+dlbridge/argument.hpp."""
 import operator
 import sys
 import warnings
@@ -606,4 +607,5 @@ include "_indexing.pxi"
 include "_importers.pxi"
 include "_creation.pxi"
 include "_build_info.pxi"
+include "_copy_threads.pxi"
 include "_arguments.pxi"

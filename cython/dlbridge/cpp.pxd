@@ -384,6 +384,8 @@ cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:
 
 cdef extern from "dlbridge/host_copy.hpp" namespace "dlb" nogil:
     tensor astype(const tensor&, dtype) except +raise_python_error
+    unsigned copy_threads() noexcept
+    void set_copy_threads(unsigned) noexcept
     tensor copy(const tensor&) except +raise_python_error
 
 

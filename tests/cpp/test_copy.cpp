@@ -2,6 +2,7 @@
 // element-by-element reference loop.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <complex>
@@ -83,14 +84,27 @@ dlb::dtype dtype_of_size(std::size_t itemsize) {
   return dlb::dtype{dlb::kDLFloat, 32, std::uint16_t(itemsize / 4)};
 }
 
+// How check_copy runs the engine: copy_strided as it chooses (parts 0), or
+// its plan walk split into `parts` pieces, as threads would run them, with
+// or without streaming stores.
+struct engine_run {
+  unsigned parts = 0;
+  bool streaming = false;
+};
+
 void check_copy(const vec& shape, std::size_t itemsize, const vec& src_strides, const vec& dst_strides,
-                std::int64_t src_misalign = 0, std::int64_t dst_misalign = 0) {
+                std::int64_t src_misalign = 0, std::int64_t dst_misalign = 0, engine_run run = {}) {
   const dlb::dtype type = dtype_of_size(itemsize);
   REQUIRE(type.itemsize() == itemsize);
   strided_buffer src(shape, src_strides, itemsize, 1, src_misalign);
   strided_buffer got(shape, dst_strides, itemsize, 200, dst_misalign);
   strided_buffer want = got;
-  dlb::copy_strided(shape, type, src.first(), src_strides, got.first(), dst_strides);
+  if (run.parts == 0)
+    dlb::copy_strided(shape, type, src.first(), src_strides, got.first(), dst_strides);
+  else if (std::all_of(shape.begin(), shape.end(), [](std::int64_t e) { return e > 0; }))
+    dlb::detail::copy_plan(dlb::detail::make_strided_plan(shape, dst_strides, src_strides), itemsize,
+                           reinterpret_cast<std::byte*>(got.first()), reinterpret_cast<const std::byte*>(src.first()),
+                           run.parts, run.streaming);
   reference_copy(shape, itemsize, src.first(), src_strides, want.first(), dst_strides);
   CHECK(got.storage == want.storage);
 }
@@ -243,6 +257,125 @@ TEST_CASE("copy: random permutations of larger arrays against the reference loop
     CAPTURE(itemsize);
     check_copy(shape, itemsize, src_strides, dst_strides, std::int64_t(rng() % 4), std::int64_t(rng() % 4));
   }
+}
+
+// What threads and streaming stores change: the walk is split into pieces
+// along one axis (the outermost with enough indices, else the longest, in
+// runs of whole 64-element blocks), and whole tile rows of 16-byte aligned
+// destinations are written past the caches. Neither may change a byte.
+TEST_CASE("copy: pieces and streaming stores give the bytes of the plain walk") {
+  std::mt19937 rng(15);
+  const std::size_t itemsizes[] = {1, 2, 3, 4, 8, 12, 16};
+  const std::int64_t largest[] = {1000, 300, 70, 20};  // by ndim - 1
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    const std::size_t ndim = 1 + rng() % 4;
+    vec shape(ndim);
+    for (auto& e : shape) e = 1 + std::int64_t(rng() % std::uint64_t(largest[ndim - 1]));
+    vec perm(ndim);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const vec c = c_strides_of(shape);
+    vec src_strides(ndim);
+    for (std::size_t i = 0; i < ndim; ++i) src_strides[i] = c[std::size_t(perm[i])] * (rng() % 5 == 0 ? -1 : 1);
+    const std::size_t itemsize = itemsizes[rng() % 7];
+    const engine_run run{1 + unsigned(rng() % 7), rng() % 2 == 0};
+    CAPTURE(itemsize);
+    CAPTURE(run.parts);
+    CAPTURE(run.streaming);
+    // Destinations at every alignment, which decides where streaming stores go.
+    check_copy(shape, itemsize, src_strides, c, 0, std::int64_t(rng() % 17), run);
+  }
+}
+
+TEST_CASE("copy: streaming stores in 2-d transposes, whole tiles and remainders, aligned or not") {
+  const vec shapes[] = {{8, 8}, {64, 128}, {37, 45}, {130, 70}, {16, 300}, {300, 16}};
+  for (std::size_t itemsize : {1, 2, 4, 8, 16}) {
+    for (const auto& shape : shapes) {
+      for (std::int64_t misalign : {0, 8, 16, 1}) {
+        CAPTURE(itemsize);
+        CAPTURE(shape[0]);
+        CAPTURE(misalign);
+        const vec c = c_strides_of(shape), f{1, shape[0]};
+        check_copy(shape, itemsize, f, c, 0, misalign, {1, true});
+        check_copy(shape, itemsize, f, {shape[1] + 3, 1}, 0, misalign, {3, true});  // rows not 16-byte apart
+        check_copy(shape, itemsize, {-1, shape[0]}, c, 0, misalign, {2, true});
+      }
+    }
+  }
+}
+
+TEST_CASE("copy: a walk in more pieces than any axis has indices") {
+  // Every axis shorter than the pieces asked for: the longest is split, one index a piece.
+  check_copy({3, 5}, 4, {1, 3}, {5, 1}, 0, 0, {8, false});
+  check_copy({2, 2, 2}, 8, {1, 2, 4}, {4, 2, 1}, 0, 0, {64, true});
+  check_copy({7}, 2, {1}, {1}, 0, 0, {100, false});
+}
+
+TEST_CASE("copy: copy_threads, set_copy_threads and the pieces a copy is split into") {
+  const unsigned fallback = dlb::copy_threads();
+  CHECK(fallback >= 1);
+  CHECK(fallback <= 8);
+  CHECK(fallback <= dlb::detail::host_cpu().cpus);
+  dlb::set_copy_threads(3);
+  CHECK(dlb::copy_threads() == 3);
+  const std::int64_t mib = 1 << 20;
+  CHECK(dlb::detail::copy_parts(0) == 1);
+  CHECK(dlb::detail::copy_parts(8 * mib - 1) == 1);
+  CHECK(dlb::detail::copy_parts(8 * mib) == 2);
+  CHECK(dlb::detail::copy_parts(1024 * mib) == 3);
+  dlb::set_copy_threads(1);
+  CHECK(dlb::detail::copy_parts(1024 * mib) == 1);
+  dlb::set_copy_threads(0);
+  CHECK(dlb::copy_threads() == fallback);
+}
+
+TEST_CASE("copy: large copies on several threads equal the copy on one") {
+  // 24 MiB: three pieces of 8 MiB with three threads; a transpose, a
+  // reversed copy and a contiguous one, each compared with one thread's.
+  const std::int64_t rows = 2048, cols = 3072;
+  std::vector<float> src(std::size_t(rows * cols));
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i % 65521) + 0.25f;
+  const dlb::dtype f32{dlb::kDLFloat, 32};
+  struct layout {
+    vec shape, src_strides, dst_strides;
+  };
+  const layout layouts[] = {{{cols, rows}, {1, cols}, {rows, 1}},
+                            {{rows, cols}, {-cols, -1}, {cols, 1}},
+                            {{rows * cols}, {1}, {1}}};
+  for (const auto& [shape, src_strides, dst_strides] : layouts) {
+    const float* first = src_strides[0] < 0 ? src.data() + rows * cols - 1 : src.data();
+    std::vector<float> want(src.size()), one(src.size()), three(src.size());
+    reference_copy(shape, 4, reinterpret_cast<const unsigned char*>(first), src_strides,
+                   reinterpret_cast<unsigned char*>(want.data()), dst_strides);
+    dlb::set_copy_threads(1);
+    dlb::copy_strided(shape, f32, first, src_strides, one.data(), dst_strides);
+    dlb::set_copy_threads(3);
+    REQUIRE(dlb::detail::copy_parts(std::int64_t(src.size() * 4)) == 3);
+    dlb::copy_strided(shape, f32, first, src_strides, three.data(), dst_strides);
+    CHECK(one == want);
+    CHECK(three == want);
+  }
+  dlb::set_copy_threads(0);
+}
+
+TEST_CASE("copy: the machine's caches and CPUs") {
+  using dlb::detail::parse_cache_size;
+  CHECK(parse_cache_size("48K\n") == 48 << 10);
+  CHECK(parse_cache_size("32768K") == std::size_t(32) << 20);
+  CHECK(parse_cache_size("2M") == std::size_t(2) << 20);
+  CHECK(parse_cache_size("1G") == std::size_t(1) << 30);
+  CHECK(parse_cache_size("64") == 64);
+  CHECK(parse_cache_size("") == 0);
+  CHECK(parse_cache_size("K") == 0);
+  const auto& cpu = dlb::detail::host_cpu();
+  CHECK(cpu.cpus >= 1);
+  CHECK(cpu.cache_line >= 16);
+  CHECK(cpu.l1d >= 1024);
+  CHECK(cpu.last_level >= cpu.l1d);
+  // A copy streams when its output would fill half the last-level cache.
+  CHECK_FALSE(dlb::detail::streams(std::int64_t(cpu.last_level / 2)));
+  CHECK(dlb::detail::streams(std::int64_t(cpu.last_level / 2) + 1));
 }
 
 TEST_CASE("copy: the common permutations of 3-d and 4-d arrays") {
@@ -482,8 +615,7 @@ TEST_CASE("astype: empty, 0-d and sub-byte tensors") {
 }
 
 TEST_CASE("copy: large transposed tensors, wide and tall") {
-  // Over 4 MiB (astype asks for huge pages), many tiles, both tile orders
-  // (the last is tall and narrow: tiles go across).
+  // Over 4 MiB (astype asks for huge pages), many tiles, wide and narrow.
   for (const auto& shape : {vec{1100, 1024}, vec{4100, 300}, vec{300, 4100}, vec{100, 11000}}) {
     auto t = dlb::tensor::empty(shape, dlb::dtype{dlb::kDLFloat, 32});
     auto* p = static_cast<float*>(t.data());

@@ -20,13 +20,21 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
+#include "dlbridge/cpu_info.hpp"
 #include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
 #include "dlbridge/tensor.hpp"
@@ -167,12 +175,26 @@ inline constexpr std::int64_t block_edge = has_vectors && (Size == 4 || Size == 
 
 inline constexpr std::int64_t cache_line = 64;
 
-// Tile edge in elements: 32, or less so that a tile row is at most 128 bytes
-// (two cache lines). Measured on 2 MiB and 128 MiB transposes: smaller tiles
-// waste the lines they fetch, larger ones fall out of the L1 cache, whose
-// sets power-of-two strides crowd.
+// The shape of a tile, in elements: `rows` along the source's runs, `cols`
+// along the destination's rows; the source lines `prefetch` tiles ahead are
+// asked for before they are needed (the hardware prefetchers follow long
+// runs, not a tile's short ones). Measured on transposes of 2 MiB (from the
+// caches) and 128 MiB (from memory) in each layout (docs/performance.md):
+// - from the caches, 32 x 32 (16 x 16 for 16-byte elements): long runs on
+//   both sides, fetched two tiles ahead;
+// - from memory (copies that stream, see streams()), one cache line of each
+//   source row by two of each destination row, fetched four tiles ahead:
+//   many short source runs at once hide the memory's latency, where larger
+//   tiles lose a third of the bandwidth.
+struct tile_shape {
+  std::int64_t rows, cols, prefetch;
+};
 template <std::size_t Size>
-inline constexpr std::int64_t tile_edge = std::min<std::int64_t>(32, 128 / std::int64_t(Size));
+inline constexpr tile_shape cached_tile{std::min<std::int64_t>(32, 256 / std::int64_t(Size)),
+                                        std::min<std::int64_t>(32, 256 / std::int64_t(Size)), 2};
+template <std::size_t Size>
+inline constexpr tile_shape streaming_tile{std::max<std::int64_t>(1, cache_line / std::int64_t(Size)),
+                                           2 * cache_line / std::int64_t(Size), 4};
 
 // Copies the rows x cols block whose element (r, c) is at
 // src + r * src_row + c * src_col to dst + r * dst_row + c * dst_col (steps in
@@ -200,77 +222,101 @@ void copy_block(std::byte* dst, std::int64_t dst_row, std::int64_t dst_col, cons
       copy_element<Size>(dst + r * dst_row + c * dst_col, src + r * src_row + c * src_col);
 }
 
-// Copies a rows x cols block in tiles; element (r, c) is at
-// dst + r * dst_row + c * dst_col and src + r * src_row + c * src_col (steps
-// in bytes). The columns are the destination's innermost axis, the rows the
-// axis the source walks most closely. next_dst and next_src (or null) are the
-// block the caller copies next, whose first tile is prefetched at the end.
-template <std::size_t Size>
+// Writes 16 bytes past the caches (a streaming store), where the CPU has
+// such stores; `p` is 16-byte aligned. An output larger than the last-level
+// cache would only evict what is in it, and a normal store first reads the
+// line it writes (its "read for ownership"): half again the memory traffic.
+inline void stream_16(std::byte* p, const std::byte* from) {
+#if defined(__SSE2__)
+  _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
+#else
+  std::memcpy(p, from, 16);
+#endif
+}
+
+// Orders streaming stores before whatever this thread does next (they are
+// weakly ordered, and another thread will read the output).
+inline void finish_streaming() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// copy_block of a whole tile into the staging buffer, the source running
+// along r: with constant bounds, the loops unroll (measured: a fifth faster
+// from memory).
+template <std::size_t Size, tile_shape Tile>
+void transpose_tile(std::byte* staging, const std::byte* src, std::int64_t src_col) {
+  constexpr std::int64_t block = block_edge<Size>, size = std::int64_t(Size), row_bytes = Tile.cols * size;
+  for (std::int64_t c = 0; c < Tile.cols; c += block)
+    for (std::int64_t r = 0; r < Tile.rows; r += block) {
+      if constexpr (block > 1)
+        transpose_block<Size>(staging + r * row_bytes + c * size, row_bytes, src + r * size + c * src_col, src_col);
+      else
+        copy_element<Size>(staging + r * row_bytes + c * size, src + r * size + c * src_col);
+    }
+}
+
+// Copies a rows x cols block in tiles of the given shape; element (r, c) is
+// at dst + r * dst_row + c * dst_col and src + r * src_row + c * src_col
+// (steps in bytes). The columns are the destination's innermost axis, the
+// rows the axis the source walks most closely. With `streaming`, whole tile
+// rows are written with streaming stores where the destination is 16-byte
+// aligned.
+template <std::size_t Size, tile_shape Tile>
 void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols,
                 std::int64_t dst_row, std::int64_t dst_col, std::int64_t src_row, std::int64_t src_col,
-                const std::byte* next_dst, const std::byte* next_src) {
-  constexpr std::int64_t edge = tile_edge<Size>;
+                bool streaming) {
   constexpr auto size = std::int64_t(Size);
+  constexpr std::int64_t run_bytes = Tile.rows * size, row_bytes = Tile.cols * size;
   // With power-of-two strides the rows of a tile all fall in the same few
   // sets of the L1 cache, too few to hold them: lines would be evicted between
   // the accesses to their parts. So a tile is transposed into this contiguous
   // buffer, then each destination row is written in one go.
-  alignas(64) std::byte staging[edge * edge * Size];
+  alignas(64) std::byte staging[Tile.rows * row_bytes];
   const bool staged = dst_col == size;
-  // Prefetching asks for the cache lines of the next tile before they are
-  // needed, as the hardware prefetchers do for long runs but not for a tile's
-  // short rows. Only contiguous runs are worth it: the source's along r, the
-  // destination's along c. (The prefetches stay in this function: GCC drops
-  // calls to a helper made only of prefetches as having no effect.)
-  const bool src_runs = src_row == size, dst_runs = dst_col == size;
+  streaming = streaming && staged && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 && dst_row % 16 == 0;
+  const bool prefetch = src_row == size;  // only runs are worth it
+  constexpr std::int64_t ahead = Tile.prefetch * Tile.rows;
   // Tiles go down a band of columns, then to the next band: the source is
   // read in long runs (its rows, along r) and the destination written in
-  // short ones, measured faster than the other way round. Blocks much taller
-  // than wide go across bands of rows instead when that reads no more than
-  // 128 source rows side by side, few enough for the hardware prefetchers
-  // (measured on 2 MiB to 128 MiB blocks).
-  const std::int64_t row_tiles = (rows + edge - 1) / edge, col_tiles = (cols + edge - 1) / edge;
-  const bool down_columns = rows <= 4 * cols || cols > 128;
-  auto origin = [&](std::int64_t tile) {  // first row and column of a tile
-    return down_columns ? std::pair{tile % row_tiles * edge, tile / row_tiles * edge}
-                        : std::pair{tile / col_tiles * edge, tile % col_tiles * edge};
-  };
-  const std::int64_t tiles = row_tiles * col_tiles;
-  for (std::int64_t tile = 0; tile < tiles; ++tile) {
-    // Prefetch the next tile, or the first of the next block.
-    const auto [nr0, nc0] = tile + 1 < tiles ? origin(tile + 1) : std::pair<std::int64_t, std::int64_t>{0, 0};
-    const std::byte* next_d = tile + 1 < tiles ? dst : next_dst;
-    const std::byte* next_s = tile + 1 < tiles ? src : next_src;
-    if (next_s) {
-      const std::int64_t n_rows = std::min(rows - nr0, edge), n_cols = std::min(cols - nc0, edge);
-      for (std::int64_t c = nc0; src_runs && c < nc0 + n_cols; ++c)
-        for (std::int64_t i = 0; i < n_rows * size; i += cache_line)
-          __builtin_prefetch(next_s + nr0 * size + c * src_col + i, 0);
-      for (std::int64_t r = nr0; dst_runs && r < nr0 + n_rows; ++r)
-        for (std::int64_t i = 0; i < n_cols * size; i += cache_line)
-          __builtin_prefetch(next_d + r * dst_row + nc0 * size + i, 1);
-    }
-    const auto [r0, c0] = origin(tile);
-    const std::int64_t n_rows = std::min(rows - r0, edge), n_cols = std::min(cols - c0, edge);
-    std::byte* d = dst + r0 * dst_row + c0 * dst_col;
-    const std::byte* s = src + r0 * src_row + c0 * src_col;
-    if (!staged) {
-      copy_block<Size>(d, dst_row, dst_col, s, src_row, src_col, n_rows, n_cols);
-      continue;
-    }
-    copy_block<Size>(staging, edge * size, size, s, src_row, src_col, n_rows, n_cols);
-    for (std::int64_t r = 0; r < n_rows; ++r) {
-      if (n_cols == edge)
-        copy_run<edge * size>(d + r * dst_row, staging + r * edge * size);
-      else  // a few elements: a memcpy call would cost more
-        copy_row<Size>(d + r * dst_row, staging + r * edge * size, n_cols, size, size);
+  // short ones, measured faster than the other way round.
+  for (std::int64_t c0 = 0; c0 < cols; c0 += Tile.cols) {
+    const std::int64_t n_cols = std::min(cols - c0, Tile.cols);
+    for (std::int64_t r0 = 0; r0 < rows; r0 += Tile.rows) {
+      const std::int64_t n_rows = std::min(rows - r0, Tile.rows);
+      const std::byte* s = src + r0 * src_row + c0 * src_col;
+      if (prefetch && r0 + ahead < rows)
+        for (std::int64_t c = 0; c < n_cols; ++c)
+          for (std::int64_t i = 0; i < run_bytes; i += cache_line)
+            __builtin_prefetch(s + ahead * size + c * src_col + i, 0);
+      std::byte* d = dst + r0 * dst_row + c0 * dst_col;
+      if (!staged) {
+        copy_block<Size>(d, dst_row, dst_col, s, src_row, src_col, n_rows, n_cols);
+        continue;
+      }
+      if (n_rows == Tile.rows && n_cols == Tile.cols && src_row == size)
+        transpose_tile<Size, Tile>(staging, s, src_col);
+      else
+        copy_block<Size>(staging, row_bytes, size, s, src_row, src_col, n_rows, n_cols);
+      for (std::int64_t r = 0; r < n_rows; ++r) {
+        std::byte* out = d + r * dst_row;
+        const std::byte* in = staging + r * row_bytes;
+        if (n_cols < Tile.cols)  // a few elements: a memcpy call would cost more
+          copy_row<Size>(out, in, n_cols, size, size);
+        else if (streaming)
+          for (std::int64_t i = 0; i < row_bytes; i += 16) stream_16(out + i, in + i);
+        else
+          copy_run<row_bytes>(out, in);
+      }
     }
   }
 }
 
-// copy_strided for elements of Size bytes over a coalesced plan.
+// copy_strided for elements of Size bytes over a coalesced plan; see
+// copy_tiles for `streaming`.
 template <std::size_t Size>
-void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src) {
+void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, bool streaming) {
   constexpr auto size = std::int64_t(Size);
   if (p.ndim == 0) return copy_element<Size>(dst, src);
   for (std::int32_t axis = 0; axis < p.ndim; ++axis)
@@ -296,19 +342,11 @@ void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src) {
     }
     const std::int32_t rows = inner - 1;
     if (p.src[rows] < 0) reverse_axis(p, rows, size, dst, src);
-    // Each block is copied once the next one is known, to prefetch it.
-    std::byte* block_dst = nullptr;
-    const std::byte* block_src = nullptr;
-    auto tiles = [&](const std::byte* next_dst, const std::byte* next_src) {
-      copy_tiles<Size>(block_dst, block_src, p.extent[rows], length, p.dst[rows] * size, p.dst[inner] * size,
-                       p.src[rows] * size, p.src[inner] * size, next_dst, next_src);
-    };
     for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
-      if (block_src) tiles(dst + d * size, src + s * size);
-      block_dst = dst + d * size;
-      block_src = src + s * size;
+      const auto tiles = streaming ? copy_tiles<Size, streaming_tile<Size>> : copy_tiles<Size, cached_tile<Size>>;
+      tiles(dst + d * size, src + s * size, p.extent[rows], length, p.dst[rows] * size, p.dst[inner] * size,
+            p.src[rows] * size, p.src[inner] * size, streaming);
     });
-    tiles(nullptr, nullptr);
     return;
   }
   for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) {
@@ -316,6 +354,100 @@ void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src) {
   });
 }
 
+inline std::atomic<unsigned> copy_thread_limit{0};  // 0: the default, copy_threads()
+}  // namespace detail
+
+// The most threads a copy or cast on the CPU uses; copies of less than a
+// few MiB use one. By default one per CPU this process may run on, at most 8
+// (more rarely adds memory bandwidth).
+[[nodiscard]] inline unsigned copy_threads() noexcept {
+  const unsigned limit = detail::copy_thread_limit.load(std::memory_order_relaxed);
+  return limit ? limit : std::min(detail::host_cpu().cpus, 8u);
+}
+
+// Sets copy_threads(); 0 restores the default. Results are the same, to the
+// bit, whatever the number of threads.
+inline void set_copy_threads(unsigned threads) noexcept {
+  detail::copy_thread_limit.store(threads, std::memory_order_relaxed);
+}
+
+namespace detail {
+// The number of threads to split a copy writing `bytes` among: one per
+// 4 MiB, up to copy_threads(). Starting a thread costs some tens of
+// microseconds, a few percent of copying 4 MiB.
+[[nodiscard]] inline unsigned copy_parts(std::int64_t bytes) noexcept {
+  constexpr std::int64_t min_part_bytes = std::int64_t(4) << 20;
+  return unsigned(std::clamp<std::int64_t>(bytes / min_part_bytes, 1, copy_threads()));
+}
+
+// Whether a copy writing `bytes` writes past the caches (see stream_16):
+// when its output would fill half the last-level cache.
+[[nodiscard]] inline bool streams(std::int64_t bytes) noexcept {
+  return std::uint64_t(bytes) > host_cpu().last_level / 2;
+}
+
+// Runs f(part, dst_offset, src_offset) for `parts` pieces of plan p, each on
+// its own thread, the first on the calling one; offsets are those of the
+// piece's first element, in elements. The pieces split one axis: the
+// outermost with at least `parts` indices, else the longest, into runs of
+// whole 64-element blocks where it is long enough, so that tiles stay whole.
+// Where a thread cannot be started, its piece runs on the calling thread.
+// f must not throw.
+template <class F>
+void for_each_part(const strided_plan& p, unsigned parts, F&& f) {
+  if (parts <= 1 || p.ndim == 0) return f(p, std::int64_t(0), std::int64_t(0));
+  std::int32_t axis = -1, longest = 0;
+  for (std::int32_t a = 0; a < p.ndim && axis < 0; ++a) {
+    if (p.extent[a] >= std::int64_t(parts)) axis = a;
+    if (p.extent[a] > p.extent[longest]) longest = a;
+  }
+  if (axis < 0) {
+    axis = longest;
+    parts = unsigned(p.extent[axis]);
+  }
+  const std::int64_t extent = p.extent[axis];
+  std::int64_t step = (extent + parts - 1) / parts;
+  if (extent >= 64 * std::int64_t(parts)) step = (step + 63) / 64 * 64;
+  auto run = [&](std::int64_t first) {
+    strided_plan part = p;
+    part.extent[axis] = std::min(step, extent - first);
+    part.count = p.count / extent * part.extent[axis];
+    f(part, first * p.dst[axis], first * p.src[axis]);
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(parts);
+  for (std::int64_t first = step; first < extent; first += step) {
+    try {
+      threads.emplace_back(run, first);
+    } catch (const std::system_error&) {  // no thread to be had
+      run(first);
+    }
+  }
+  run(0);
+  for (auto& t : threads) t.join();
+}
+// copy_strided's work over its plan (`itemsize`-byte elements), split into
+// `parts` pieces, with streaming stores or not.
+inline void copy_plan(strided_plan plan, std::size_t itemsize, std::byte* dst, const std::byte* src, unsigned parts,
+                      bool streaming) {
+  auto unit = std::int64_t(itemsize);
+  if (unit != 1 && unit != 2 && unit != 4 && unit != 8 && unit != 16) {
+    split_into_bytes(plan, unit);
+    unit = 1;
+  }
+  for_each_part(plan, parts, [&](const strided_plan& part, std::int64_t dst_offset, std::int64_t src_offset) {
+    std::byte* d = dst + dst_offset * unit;
+    const std::byte* s = src + src_offset * unit;
+    switch (unit) {
+      case 1: copy_by_plan<1>(part, d, s, streaming); break;
+      case 2: copy_by_plan<2>(part, d, s, streaming); break;
+      case 4: copy_by_plan<4>(part, d, s, streaming); break;
+      case 8: copy_by_plan<8>(part, d, s, streaming); break;
+      default: copy_by_plan<16>(part, d, s, streaming); break;
+    }
+    if (streaming) finish_streaming();
+  });
+}
 }  // namespace detail
 
 // Copies the elements of `shape` from src to dst, which must not overlap.
@@ -323,28 +455,19 @@ void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src) {
 // both must be in memory. (validate() accepts spans up to 2^64 - 1 bytes wide;
 // the walk forms offsets up to one stride past an axis's end, at most twice
 // the span, which stay inside int64 for spans below 2^62 bytes: any span of
-// memory that exists.)
+// memory that exists.) Large copies are split among copy_threads() threads.
 inline void copy_strided(extents_t shape, dtype type, const void* src, extents_t src_strides, void* dst,
                          extents_t dst_strides) {
   const auto count = element_count(shape);
   if (!count || *count == 0) return;
+  const auto bytes = std::int64_t(type.storage_bytes(std::uint64_t(*count)));
   if (type.is_subbyte()) {
-    std::memcpy(dst, src, type.storage_bytes(std::uint64_t(*count)));
+    std::memcpy(dst, src, std::size_t(bytes));
     return;
   }
-  auto* d = static_cast<std::byte*>(dst);
-  const auto* s = static_cast<const std::byte*>(src);
-  auto plan = detail::make_strided_plan(shape, dst_strides, src_strides);
-  switch (type.itemsize()) {
-    case 1: return detail::copy_by_plan<1>(plan, d, s);
-    case 2: return detail::copy_by_plan<2>(plan, d, s);
-    case 4: return detail::copy_by_plan<4>(plan, d, s);
-    case 8: return detail::copy_by_plan<8>(plan, d, s);
-    case 16: return detail::copy_by_plan<16>(plan, d, s);
-    default:
-      detail::split_into_bytes(plan, std::int64_t(type.itemsize()));
-      return detail::copy_by_plan<1>(plan, d, s);
-  }
+  detail::copy_plan(detail::make_strided_plan(shape, dst_strides, src_strides), type.itemsize(),
+                    static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), detail::copy_parts(bytes),
+                    detail::streams(bytes));
 }
 
 // Converts the elements of `shape` from one dtype to another (see store() for
