@@ -183,6 +183,8 @@ using dlb::copy_strided;
 using dlb::cast_strided;
 using dlb::astype;
 using dlb::copy;
+using dlb::copy_threads;
+using dlb::set_copy_threads;
 
 }  // namespace dlb
 

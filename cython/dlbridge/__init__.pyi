@@ -8,7 +8,7 @@ from typing_extensions import Buffer, CapsuleType, disjoint_base
 __version__: str
 __all__ = [
     "Array", "DType", "Device", "DeviceType", "asarray", "build_info", "empty", "from_dlpack",
-    "full", "get_cmake_dir", "get_include", "get_pkgconfig_dir", "zeros",
+    "full", "get_cmake_dir", "get_copy_threads", "get_include", "get_pkgconfig_dir", "set_copy_threads", "zeros",
 ]
 
 class DeviceType(enum.IntEnum):
