@@ -85,15 +85,13 @@ dlb::dtype dtype_of_size(std::size_t itemsize) {
 }
 
 // How check_copy runs the engine: copy_strided as it chooses (parts 0), or
-// its plan walk split into `parts` pieces, as threads would run them, with
-// or without streaming stores.
-struct engine_run {
-  unsigned parts = 0;
-  bool streaming = false;
-};
+// its plan walk with these settings: split into `parts` pieces, as threads
+// would run them, with or without streaming stores and AVX2 (where the CPU
+// has it).
+using engine_run = dlb::detail::copy_settings;
 
 void check_copy(const vec& shape, std::size_t itemsize, const vec& src_strides, const vec& dst_strides,
-                std::int64_t src_misalign = 0, std::int64_t dst_misalign = 0, engine_run run = {}) {
+                std::int64_t src_misalign = 0, std::int64_t dst_misalign = 0, engine_run run = {0, false, false}) {
   const dlb::dtype type = dtype_of_size(itemsize);
   REQUIRE(type.itemsize() == itemsize);
   strided_buffer src(shape, src_strides, itemsize, 1, src_misalign);
@@ -104,7 +102,7 @@ void check_copy(const vec& shape, std::size_t itemsize, const vec& src_strides, 
   else if (std::all_of(shape.begin(), shape.end(), [](std::int64_t e) { return e > 0; }))
     dlb::detail::copy_plan(dlb::detail::make_strided_plan(shape, dst_strides, src_strides), itemsize,
                            reinterpret_cast<std::byte*>(got.first()), reinterpret_cast<const std::byte*>(src.first()),
-                           run.parts, run.streaming);
+                           run);
   reference_copy(shape, itemsize, src.first(), src_strides, want.first(), dst_strides);
   CHECK(got.storage == want.storage);
 }
@@ -279,27 +277,36 @@ TEST_CASE("copy: pieces and streaming stores give the bytes of the plain walk") 
     vec src_strides(ndim);
     for (std::size_t i = 0; i < ndim; ++i) src_strides[i] = c[std::size_t(perm[i])] * (rng() % 5 == 0 ? -1 : 1);
     const std::size_t itemsize = itemsizes[rng() % 7];
-    const engine_run run{1 + unsigned(rng() % 7), rng() % 2 == 0};
+    const engine_run run{1 + unsigned(rng() % 7), rng() % 2 == 0, rng() % 2 == 0 && dlb::detail::has_avx2()};
     CAPTURE(itemsize);
     CAPTURE(run.parts);
     CAPTURE(run.streaming);
+    CAPTURE(run.avx2);
     // Destinations at every alignment, which decides where streaming stores go.
     check_copy(shape, itemsize, src_strides, c, 0, std::int64_t(rng() % 17), run);
   }
 }
 
-TEST_CASE("copy: streaming stores in 2-d transposes, whole tiles and remainders, aligned or not") {
+TEST_CASE("copy: 2-d transposes with and without streaming stores and AVX2, aligned or not") {
+  // Whole tiles and remainders of every tile shape; streaming stores only
+  // where destination rows are 16-byte aligned.
   const vec shapes[] = {{8, 8}, {64, 128}, {37, 45}, {130, 70}, {16, 300}, {300, 16}};
-  for (std::size_t itemsize : {1, 2, 4, 8, 16}) {
-    for (const auto& shape : shapes) {
-      for (std::int64_t misalign : {0, 8, 16, 1}) {
-        CAPTURE(itemsize);
-        CAPTURE(shape[0]);
-        CAPTURE(misalign);
-        const vec c = c_strides_of(shape), f{1, shape[0]};
-        check_copy(shape, itemsize, f, c, 0, misalign, {1, true});
-        check_copy(shape, itemsize, f, {shape[1] + 3, 1}, 0, misalign, {3, true});  // rows not 16-byte apart
-        check_copy(shape, itemsize, {-1, shape[0]}, c, 0, misalign, {2, true});
+  for (const bool streaming : {false, true}) {
+    for (const bool avx2 : {false, dlb::detail::has_avx2()}) {
+      for (std::size_t itemsize : {1, 2, 4, 8, 16}) {
+        for (const auto& shape : shapes) {
+          for (std::int64_t misalign : {0, 8, 16, 1}) {
+            CAPTURE(streaming);
+            CAPTURE(avx2);
+            CAPTURE(itemsize);
+            CAPTURE(shape[0]);
+            CAPTURE(misalign);
+            const vec c = c_strides_of(shape), f{1, shape[0]};
+            check_copy(shape, itemsize, f, c, 0, misalign, {1, streaming, avx2});
+            check_copy(shape, itemsize, f, {shape[1] + 3, 1}, 0, misalign, {3, streaming, avx2});  // padded rows
+            check_copy(shape, itemsize, {-1, shape[0]}, c, 0, misalign, {2, streaming, avx2});
+          }
+        }
       }
     }
   }

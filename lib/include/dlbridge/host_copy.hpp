@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
 #endif
 
 #include "dlbridge/cpu_info.hpp"
@@ -157,21 +157,115 @@ template <std::size_t Size>
 inline void transpose_block(std::byte*, std::int64_t, const std::byte*, std::int64_t) {}
 #endif
 
-// Copies Bytes bytes in 16-byte pieces. (A constant-size memcpy of a
-// hundred bytes or so becomes `rep movs`, slow to start.)
+// 32-byte vectors (AVX2) on x86, where the CPU has them (has_avx2()): the
+// tile loops are compiled a second time for them (copy_tiles_avx2). Twice
+// the elements per instruction lift transposes from the caches by a third
+// (docs/performance.md).
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define DLB_AVX2 __attribute__((target("avx2")))
+
+[[nodiscard]] inline bool has_avx2() noexcept {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+}
+
+// transpose_block with 32-byte vectors: 8x8 elements of 4 bytes, 4x4 of 8.
+// Intrinsics: GCC 12 splits the same shuffles written as vector extensions
+// into 16-byte halves (measured 2.5 times slower).
+template <std::size_t Size>
+DLB_AVX2 inline void transpose_block_avx2(std::byte* dst, std::int64_t dst_row, const std::byte* src,
+                                          std::int64_t src_col) {
+  if constexpr (Size == 4) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(src + i * src_col));
+    for (int i = 0; i < 8; i += 2) {  // interleave pairs of rows
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {  // then pairs of pairs
+      r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+      r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; ++i) {  // then the 16-byte halves
+      t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+      t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(reinterpret_cast<float*>(dst + i * dst_row), t[i]);
+  } else if constexpr (Size == 8) {
+    __m256d r[4], t[4];
+    for (int i = 0; i < 4; ++i) r[i] = _mm256_loadu_pd(reinterpret_cast<const double*>(src + i * src_col));
+    for (int i = 0; i < 4; i += 2) {
+      t[i] = _mm256_unpacklo_pd(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_pd(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      r[i] = _mm256_permute2f128_pd(t[i], t[i + 2], 0x20);
+      r[i + 2] = _mm256_permute2f128_pd(t[i], t[i + 2], 0x31);
+    }
+    for (int i = 0; i < 4; ++i) _mm256_storeu_pd(reinterpret_cast<double*>(dst + i * dst_row), r[i]);
+  }
+}
+#else
+[[nodiscard]] inline bool has_avx2() noexcept { return false; }
+#endif
+
+// Copies Bytes bytes in 16-byte pieces. A constant-size memcpy of a
+// hundred bytes or so becomes `rep movs`, slow to start, and so does a loop
+// of copies that GCC recognises as one: on x86 each piece passes through a
+// register the compiler cannot see into (measured: a third faster than
+// `rep movs` on 512-byte rows).
 template <std::int64_t Bytes>
 inline void copy_run(std::byte* dst, const std::byte* src) {
   static_assert(Bytes % 16 == 0);
-#if defined(__GNUC__)
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  for (std::int64_t i = 0; i < Bytes; i += 16) {
+    __m128i piece = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    __asm__("" : "+x"(piece));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), piece);
+  }
+#elif defined(__GNUC__)
   for (std::int64_t i = 0; i < Bytes; i += 16) store_vector(dst + i, load_vector<u64x2>(src + i));
 #else
   std::memcpy(dst, src, Bytes);
 #endif
 }
 
-// Block edge in elements for transpose_block; 1 where there is none.
-template <std::size_t Size>
-inline constexpr std::int64_t block_edge = has_vectors && (Size == 4 || Size == 8) ? std::int64_t(16 / Size) : 1;
+// Block edge in elements for transposes with Vector-byte vectors; 1 where
+// there are none.
+template <std::size_t Size, std::size_t Vector = 16>
+inline constexpr std::int64_t block_edge =
+    has_vectors && (Size == 4 || Size == 8) ? std::int64_t(Vector / Size) : 1;
+
+#if defined(DLB_AVX2)
+// copy_run in 32-byte pieces.
+template <std::int64_t Bytes>
+DLB_AVX2 inline void copy_run_avx2(std::byte* dst, const std::byte* src) {
+  static_assert(Bytes % 32 == 0);
+  for (std::int64_t i = 0; i < Bytes; i += 32) {
+    __m256i piece = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    __asm__("" : "+x"(piece));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), piece);
+  }
+}
+#endif
+
+// transpose_block and copy_run with Vector-byte vectors.
+template <std::size_t Size, std::size_t Vector>
+inline void transpose_block_of(std::byte* dst, std::int64_t dst_row, const std::byte* src, std::int64_t src_col) {
+#if defined(DLB_AVX2)
+  if constexpr (Vector == 32) return transpose_block_avx2<Size>(dst, dst_row, src, src_col);
+#endif
+  transpose_block<Size>(dst, dst_row, src, src_col);
+}
+template <std::int64_t Bytes, std::size_t Vector>
+inline void copy_run_of(std::byte* dst, const std::byte* src) {
+#if defined(DLB_AVX2)
+  if constexpr (Vector == 32 && Bytes % 32 == 0) return copy_run_avx2<Bytes>(dst, src);
+#endif
+  copy_run<Bytes>(dst, src);
+}
 
 inline constexpr std::int64_t cache_line = 64;
 
@@ -179,9 +273,11 @@ inline constexpr std::int64_t cache_line = 64;
 // along the destination's rows; the source lines `prefetch` tiles ahead are
 // asked for before they are needed (the hardware prefetchers follow long
 // runs, not a tile's short ones). Measured on transposes of 2 MiB (from the
-// caches) and 128 MiB (from memory) in each layout (docs/performance.md):
-// - from the caches, 32 x 32 (16 x 16 for 16-byte elements): long runs on
-//   both sides, fetched two tiles ahead;
+// caches) and 128 MiB (from memory), with power-of-two strides and without
+// (docs/performance.md):
+// - from the caches, 32 x 32 (16 x 16 for 16-byte elements), and 32 x 64
+//   with 32-byte vectors (a tile of 8 or 16 KiB): long runs on both sides,
+//   fetched two tiles ahead;
 // - from memory (copies that stream, see streams()), one cache line of each
 //   source row by two of each destination row, fetched four tiles ahead:
 //   many short source runs at once hide the memory's latency, where larger
@@ -192,6 +288,7 @@ struct tile_shape {
 template <std::size_t Size>
 inline constexpr tile_shape cached_tile{std::min<std::int64_t>(32, 256 / std::int64_t(Size)),
                                         std::min<std::int64_t>(32, 256 / std::int64_t(Size)), 2};
+inline constexpr tile_shape cached_tile_avx2{32, 64, 2};
 template <std::size_t Size>
 inline constexpr tile_shape streaming_tile{std::max<std::int64_t>(1, cache_line / std::int64_t(Size)),
                                            2 * cache_line / std::int64_t(Size), 4};
@@ -243,15 +340,16 @@ inline void finish_streaming() {
 }
 
 // copy_block of a whole tile into the staging buffer, the source running
-// along r: with constant bounds, the loops unroll (measured: a fifth faster
-// from memory).
-template <std::size_t Size, tile_shape Tile>
+// along r, with Vector-byte vectors: with constant bounds, the loops unroll
+// (measured: a fifth faster from memory).
+template <std::size_t Size, tile_shape Tile, std::size_t Vector>
 void transpose_tile(std::byte* staging, const std::byte* src, std::int64_t src_col) {
-  constexpr std::int64_t block = block_edge<Size>, size = std::int64_t(Size), row_bytes = Tile.cols * size;
+  constexpr std::int64_t block = block_edge<Size, Vector>, size = std::int64_t(Size), row_bytes = Tile.cols * size;
   for (std::int64_t c = 0; c < Tile.cols; c += block)
     for (std::int64_t r = 0; r < Tile.rows; r += block) {
       if constexpr (block > 1)
-        transpose_block<Size>(staging + r * row_bytes + c * size, row_bytes, src + r * size + c * src_col, src_col);
+        transpose_block_of<Size, Vector>(staging + r * row_bytes + c * size, row_bytes, src + r * size + c * src_col,
+                                         src_col);
       else
         copy_element<Size>(staging + r * row_bytes + c * size, src + r * size + c * src_col);
     }
@@ -263,7 +361,7 @@ void transpose_tile(std::byte* staging, const std::byte* src, std::int64_t src_c
 // rows the axis the source walks most closely. With `streaming`, whole tile
 // rows are written with streaming stores where the destination is 16-byte
 // aligned.
-template <std::size_t Size, tile_shape Tile>
+template <std::size_t Size, tile_shape Tile, std::size_t Vector = 16>
 void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols,
                 std::int64_t dst_row, std::int64_t dst_col, std::int64_t src_row, std::int64_t src_col,
                 bool streaming) {
@@ -296,7 +394,7 @@ void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
         continue;
       }
       if (n_rows == Tile.rows && n_cols == Tile.cols && src_row == size)
-        transpose_tile<Size, Tile>(staging, s, src_col);
+        transpose_tile<Size, Tile, Vector>(staging, s, src_col);
       else
         copy_block<Size>(staging, row_bytes, size, s, src_row, src_col, n_rows, n_cols);
       for (std::int64_t r = 0; r < n_rows; ++r) {
@@ -307,16 +405,44 @@ void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
         else if (streaming)
           for (std::int64_t i = 0; i < row_bytes; i += 16) stream_16(out + i, in + i);
         else
-          copy_run<row_bytes>(out, in);
+          copy_run_of<row_bytes, Vector>(out, in);
       }
     }
   }
 }
 
-// copy_strided for elements of Size bytes over a coalesced plan; see
-// copy_tiles for `streaming`.
+#if defined(DLB_AVX2)
+// copy_tiles with 32-byte vectors, all of it compiled for AVX2.
+template <std::size_t Size, tile_shape Tile>
+DLB_AVX2 __attribute__((flatten)) void copy_tiles_avx2(std::byte* dst, const std::byte* src, std::int64_t rows,
+                                                        std::int64_t cols, std::int64_t dst_row, std::int64_t dst_col,
+                                                        std::int64_t src_row, std::int64_t src_col, bool streaming) {
+  copy_tiles<Size, Tile, 32>(dst, src, rows, cols, dst_row, dst_col, src_row, src_col, streaming);
+}
+#endif
+
+// How a copy runs: in how many pieces (threads), with streaming stores or
+// not (see streams()), with AVX2 where the CPU has it. copy_strided
+// chooses from the size of the copy and the machine; tests choose freely.
+struct copy_settings {
+  unsigned parts = 1;
+  bool streaming = false;
+  bool avx2 = false;
+};
+
+// The tile loop for elements of Size bytes under `how`.
 template <std::size_t Size>
-void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, bool streaming) {
+[[nodiscard]] auto tiles_for(const copy_settings& how) {
+#if defined(DLB_AVX2)
+  if constexpr (block_edge<Size> > 1)
+    if (how.avx2) return how.streaming ? copy_tiles_avx2<Size, streaming_tile<Size>> : copy_tiles_avx2<Size, cached_tile_avx2>;
+#endif
+  return how.streaming ? copy_tiles<Size, streaming_tile<Size>> : copy_tiles<Size, cached_tile<Size>>;
+}
+
+// copy_strided for elements of Size bytes over a coalesced plan.
+template <std::size_t Size>
+void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const copy_settings& how) {
   constexpr auto size = std::int64_t(Size);
   if (p.ndim == 0) return copy_element<Size>(dst, src);
   for (std::int32_t axis = 0; axis < p.ndim; ++axis)
@@ -342,10 +468,10 @@ void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, bool str
     }
     const std::int32_t rows = inner - 1;
     if (p.src[rows] < 0) reverse_axis(p, rows, size, dst, src);
+    const auto tiles = tiles_for<Size>(how);
     for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
-      const auto tiles = streaming ? copy_tiles<Size, streaming_tile<Size>> : copy_tiles<Size, cached_tile<Size>>;
       tiles(dst + d * size, src + s * size, p.extent[rows], length, p.dst[rows] * size, p.dst[inner] * size,
-            p.src[rows] * size, p.src[inner] * size, streaming);
+            p.src[rows] * size, p.src[inner] * size, how.streaming);
     });
     return;
   }
@@ -426,26 +552,30 @@ void for_each_part(const strided_plan& p, unsigned parts, F&& f) {
   run(0);
   for (auto& t : threads) t.join();
 }
-// copy_strided's work over its plan (`itemsize`-byte elements), split into
-// `parts` pieces, with streaming stores or not.
-inline void copy_plan(strided_plan plan, std::size_t itemsize, std::byte* dst, const std::byte* src, unsigned parts,
-                      bool streaming) {
+// The settings copy_strided uses for a copy writing `bytes`.
+[[nodiscard]] inline copy_settings settings_for(std::int64_t bytes) {
+  return {copy_parts(bytes), streams(bytes), has_avx2()};
+}
+
+// copy_strided's work over its plan (`itemsize`-byte elements).
+inline void copy_plan(strided_plan plan, std::size_t itemsize, std::byte* dst, const std::byte* src,
+                      const copy_settings& how) {
   auto unit = std::int64_t(itemsize);
   if (unit != 1 && unit != 2 && unit != 4 && unit != 8 && unit != 16) {
     split_into_bytes(plan, unit);
     unit = 1;
   }
-  for_each_part(plan, parts, [&](const strided_plan& part, std::int64_t dst_offset, std::int64_t src_offset) {
+  for_each_part(plan, how.parts, [&](const strided_plan& part, std::int64_t dst_offset, std::int64_t src_offset) {
     std::byte* d = dst + dst_offset * unit;
     const std::byte* s = src + src_offset * unit;
     switch (unit) {
-      case 1: copy_by_plan<1>(part, d, s, streaming); break;
-      case 2: copy_by_plan<2>(part, d, s, streaming); break;
-      case 4: copy_by_plan<4>(part, d, s, streaming); break;
-      case 8: copy_by_plan<8>(part, d, s, streaming); break;
-      default: copy_by_plan<16>(part, d, s, streaming); break;
+      case 1: copy_by_plan<1>(part, d, s, how); break;
+      case 2: copy_by_plan<2>(part, d, s, how); break;
+      case 4: copy_by_plan<4>(part, d, s, how); break;
+      case 8: copy_by_plan<8>(part, d, s, how); break;
+      default: copy_by_plan<16>(part, d, s, how); break;
     }
-    if (streaming) finish_streaming();
+    if (how.streaming) finish_streaming();
   });
 }
 }  // namespace detail
@@ -466,8 +596,7 @@ inline void copy_strided(extents_t shape, dtype type, const void* src, extents_t
     return;
   }
   detail::copy_plan(detail::make_strided_plan(shape, dst_strides, src_strides), type.itemsize(),
-                    static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), detail::copy_parts(bytes),
-                    detail::streams(bytes));
+                    static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), detail::settings_for(bytes));
 }
 
 // Converts the elements of `shape` from one dtype to another (see store() for
