@@ -1,22 +1,28 @@
-"""CPU copies: dlbridge's copy engine against NumPy, as bandwidth ratios.
+"""CPU copies: dlbridge's copy engine against NumPy and against itself, as
+bandwidth ratios.
 
 For float32 and float64 at 2 MiB (in cache) and 128 MiB (DRAM):
 
 - contiguous copy: ``dlb_arr.copy()`` against ``np.copyto(dst, src)`` into a
-  preallocated destination (the issue's peer), and, for information, against
-  ``np_arr.copy()``, which like ours allocates its result;
+  preallocated destination, and against ``np_arr.copy()``, which like ours
+  allocates its result;
 - 2-D transpose into C order: ``dlb_arr.T.copy()`` against our contiguous
   copy of the same array and against ``np.ascontiguousarray(np_arr.T)``;
-- N-d permutations, ``dlb_arr.transpose(p).copy()`` against
-  ``np.ascontiguousarray(np_arr.transpose(p))``: a 3-d reversal (2, 1, 0) and
-  the 4-d NCHW -> NHWC permute (0, 2, 3, 1).
+- N-d permutations, ``dlb_arr.transpose(p).copy()`` against our contiguous
+  copy and against ``np.ascontiguousarray(np_arr.transpose(p))``: a 3-d
+  reversal (2, 1, 0) and the 4-d NCHW -> NHWC permute (0, 2, 3, 1);
+- casts that change the element size (float32 <-> float64), into C order:
+  ``dlbridge.asarray(x, dtype=...)`` of the array and of its transpose
+  against ``np_arr.astype(...)`` and ``np.ascontiguousarray(np_arr.T,
+  dtype=...)``.
 
 dlb_arr is dlbridge's zero-copy view of np_arr: both sides read the same
-memory. Every copy moves the same number of bytes, so a bandwidth ratio is
-the inverse time ratio (peer time / our time); higher is better for
-dlbridge. Bandwidth is bytes copied per second (not read + written). Method
-as in benchmarks/_harness.py: minimum against minimum, sides interleaved in
-random order; 128 MiB samples are single calls, and few.
+memory. A copy's two sides move the same number of bytes, so a bandwidth
+ratio is the inverse time ratio (peer time / our time); higher is better for
+dlbridge. Bandwidth is bytes of the source per second (not read + written).
+Method as in benchmarks/_harness.py: minimum against minimum, sides
+interleaved in random order; 128 MiB samples are single calls, and few.
+Copies of 8 MiB and more use dlbridge.get_copy_threads() threads.
 
     python benchmarks/copies.py [--quick]    # these rows only
 """
@@ -83,7 +89,7 @@ def rows(quick: bool = False) -> list[Row]:
             out.append(_bandwidth_row(f"copy {tag}: d.copy() vs np.copyto(dst, a)", nbytes, ours,
                                       loop("f(y, x)", f=np.copyto, x=a, y=dst), 0.95, settings, shape=a.shape))
             out.append(_bandwidth_row(f"copy {tag}: d.copy() vs a.copy()", nbytes, ours, loop("x.copy()", x=a),
-                                      None, settings, shape=a.shape, op=None))
+                                      1.0, settings, shape=a.shape))
             del a, d, dst, ours
 
             # 2-D transpose into C order.
@@ -91,7 +97,7 @@ def rows(quick: bool = False) -> list[Row]:
             d = dlbridge.from_dlpack(a)
             ours = loop("x.T.copy()", x=d)
             out.append(_bandwidth_row(f"2-d T {tag}: d.T.copy() vs d.copy()", nbytes, ours, loop("x.copy()", x=d),
-                                      0.5, settings, shape=a.shape, what=("transpose", "contiguous")))
+                                      0.8, settings, shape=a.shape, what=("transpose", "contiguous")))
             out.append(_bandwidth_row(f"2-d T {tag}: d.T.copy() vs np.ascontiguousarray(a.T)", nbytes, ours,
                                       loop("f(x.T)", f=np.ascontiguousarray, x=a), 2.0, settings, shape=a.shape))
             del a, d, ours
@@ -100,12 +106,30 @@ def rows(quick: bool = False) -> list[Row]:
             for perm in PERMUTATIONS:
                 a = np.random.default_rng(2).random(shape_for(nbytes, item, len(perm))).astype(dtype)
                 d = dlbridge.from_dlpack(a)
+                ours = loop("x.transpose(p).copy()", x=d, p=perm)
+                out.append(_bandwidth_row(
+                    f"{len(perm)}-d {tag}: d.transpose{perm}.copy() vs d.copy()", nbytes, ours, loop("x.copy()", x=d),
+                    0.8 if len(perm) == 4 else None, settings, shape=a.shape, op=">=" if len(perm) == 4 else None,
+                    what=("permutation", "contiguous")))
                 out.append(_bandwidth_row(
                     f"{len(perm)}-d {tag}: d.transpose{perm}.copy() vs np.ascontiguousarray(a.transpose{perm})",
-                    nbytes, loop("x.transpose(p).copy()", x=d, p=perm),
-                    loop("f(x.transpose(p))", f=np.ascontiguousarray, x=a, p=perm), 1.0, settings,
+                    nbytes, ours, loop("f(x.transpose(p))", f=np.ascontiguousarray, x=a, p=perm), 1.0, settings,
                     shape=a.shape))
-                del a, d
+                del a, d, ours
+
+            # Casts that change the element size, to C order.
+            other = "float64" if dtype == "float32" else "float32"
+            a = np.random.default_rng(3).random(shape_for(nbytes, item, 2)).astype(dtype)
+            d = dlbridge.from_dlpack(a)
+            out.append(_bandwidth_row(
+                f"cast {tag} to {other}: asarray(d, dtype={other}) vs a.astype({other})", nbytes,
+                loop("f(x, dtype=t)", f=dlbridge.asarray, x=d, t=other), loop("x.astype(t)", x=a, t=other), 1.0,
+                settings, shape=a.shape))
+            out.append(_bandwidth_row(
+                f"cast T {tag} to {other}: asarray(d.T, dtype={other}) vs np.ascontiguousarray(a.T, dtype={other})",
+                nbytes, loop("f(x.T, dtype=t)", f=dlbridge.asarray, x=d, t=other),
+                loop("f(x.T, dtype=t)", f=np.ascontiguousarray, x=a, t=other), 1.0, settings, shape=a.shape))
+            del a, d
             gc.collect()
     return out
 
