@@ -35,8 +35,15 @@ COPIES = [
         ("2-d T", "d.T.copy() vs np.ascontiguousarray(a.T)"),
     ]
 ] + [
-    f"{len(p)}-d {dtype} {size}: d.transpose{p}.copy() vs np.ascontiguousarray(a.transpose{p})"
+    f"{len(p)}-d {dtype} {size}: d.transpose{p}.copy() vs {peer}"
     for size in ("2 MiB", "128 MiB") for dtype in ("f32", "f64") for p in ((2, 1, 0), (0, 2, 3, 1))
+    for peer in ("d.copy()", f"np.ascontiguousarray(a.transpose{p})")
+] + [
+    row
+    for size in ("2 MiB", "128 MiB") for dtype, other in (("f32", "float64"), ("f64", "float32"))
+    for row in (f"cast {dtype} {size} to {other}: asarray(d, dtype={other}) vs a.astype({other})",
+                f"cast T {dtype} {size} to {other}: asarray(d.T, dtype={other}) "
+                f"vs np.ascontiguousarray(a.T, dtype={other})")
 ]
 CALLGRIND = ["callgrind Ir: dlbridge.from_dlpack(np_arr) / np.from_dlpack(np_arr)"]
 GPU = ["contiguous copy", "fill", "same-size cast", "2-D transpose", "N-d strided copy", "pinned host to device",
