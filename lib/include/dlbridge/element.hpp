@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "dlbridge/config.hpp"
 #include "dlbridge/dtype.hpp"
@@ -145,20 +146,60 @@ inline constexpr std::uint64_t quiet_nan_bits = 0x7ff8000000000000ULL;
 // out for NaN: its sign and leading payload bits are kept and it comes out
 // quiet. GPU conversions may return the canonical NaN instead, losing the sign
 // that NumPy and ml_dtypes keep.
-DLB_HOST_DEVICE inline double widen(float v) {
+//
+// The conversion runs for NaN too and is tested itself: GCC would move a
+// conversion that the test does not need under a branch, and may not turn
+// such a branch back into a select (a conversion may raise a floating-point
+// exception), and loops vectorize only without one.
+DLB_HOST_DEVICE inline double widen_spelled_out(float v) {
   std::uint32_t b;
   std::memcpy(&b, &v, sizeof b);
-  if ((b & 0x7fffffffu) <= 0x7f800000u) return double(v);
-  return from_bits(std::uint64_t(b >> 31) << 63 | quiet_nan_bits | std::uint64_t(b & 0x7fffffu) << 29);
+  const std::uint64_t nan = std::uint64_t(b >> 31) << 63 | quiet_nan_bits | std::uint64_t(b & 0x7fffffu) << 29;
+  const double converted = double(v);
+  return from_bits(std::isnan(converted) ? nan : bits_of(converted));
+}
+DLB_HOST_DEVICE inline float narrow_spelled_out(double v) {
+  const std::uint64_t b = bits_of(v);
+  const std::uint32_t nan = std::uint32_t(b >> 63) << 31 | 0x7fc00000u | std::uint32_t(b >> 29 & 0x7fffffu);
+  const float converted = float(v);
+  std::uint32_t out;
+  std::memcpy(&out, &converted, sizeof out);
+  out = std::isnan(converted) ? nan : out;
+  float f;
+  std::memcpy(&f, &out, sizeof f);
+  return f;
+}
+
+// The conversions load() and store() use. x86-64 and AArch64 CPUs convert
+// exactly as spelled out above (AArch64 with FPCR.DN clear, as operating
+// systems leave it; GCC and clang fold constants the same way), in a third of
+// the instructions in a vectorized loop. But compilers fold float(double(x))
+// into x, where a signalling NaN x would stay signalling: narrow() sets the
+// quiet bit itself. test_element checks all four against the CPU.
+#if !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(_M_X64) || defined(__aarch64__) || defined(_M_ARM64))
+#define DLB_DETAIL_CPU_CONVERTS_NAN 1
+#endif
+DLB_HOST_DEVICE inline double widen(float v) {
+#ifdef DLB_DETAIL_CPU_CONVERTS_NAN
+  return double(v);
+#else
+  return widen_spelled_out(v);
+#endif
 }
 DLB_HOST_DEVICE inline float narrow(double v) {
-  if (!std::isnan(v)) return float(v);
-  const std::uint64_t b = bits_of(v);
-  const std::uint32_t n = std::uint32_t(b >> 63) << 31 | 0x7fc00000u | std::uint32_t(b >> 29 & 0x7fffffu);
+#ifdef DLB_DETAIL_CPU_CONVERTS_NAN
+  const float converted = float(v);
+  std::uint32_t b;
+  std::memcpy(&b, &converted, sizeof b);
+  b |= std::isnan(converted) ? 0x00400000u : 0;
   float out;
-  std::memcpy(&out, &n, sizeof out);
+  std::memcpy(&out, &b, sizeof out);
   return out;
+#else
+  return narrow_spelled_out(v);
+#endif
 }
+#undef DLB_DETAIL_CPU_CONVERTS_NAN
 }  // namespace detail
 
 [[nodiscard]] DLB_HOST_DEVICE inline double decode(const float_format& f, std::uint32_t code) {
@@ -253,13 +294,19 @@ template <class I>
 inline constexpr I highest = std::numeric_limits<I>::max();
 
 // Float to integer without undefined behaviour: NaN gives 0, values past the
-// range saturate.
+// range saturate. Clamped before the conversion, with selects and no branch,
+// so that loops of it vectorize.
 template <class I>
 [[nodiscard]] DLB_HOST_DEVICE constexpr I saturate(double v) {
-  if (std::isnan(v)) return 0;
-  if (v <= double(lowest<I>)) return lowest<I>;
-  if (v >= double(highest<I>)) return highest<I>;
-  return static_cast<I>(v);
+  constexpr double lo = double(lowest<I>);  // exact: 0 or -2^(bits-1)
+  // The largest double that converts: highest<I> itself up to 32 bits; for 64
+  // bits highest<I> rounds up to 2^bits (or 2^63), which is past the range, so
+  // the double just below it (spacing 2^11 or 2^10 there).
+  constexpr double top = sizeof(I) < 8 ? double(highest<I>) : double(highest<I>) - (lo < 0 ? 1024.0 : 2048.0);
+  const double clamped = v > lo ? (v < top ? v : top) : lo;  // NaN: lo, replaced below
+  I out = static_cast<I>(clamped);
+  if constexpr (sizeof(I) == 8) out = v >= double(highest<I>) ? highest<I> : out;
+  return std::isnan(v) ? I(0) : out;
 }
 
 template <class I>
@@ -280,6 +327,15 @@ template <class F>
     default:
       if constexpr (sizeof(F) == sizeof(float)) return narrow(s.re);
       else return s.re;
+  }
+}
+
+// Any nonzero value is true; a complex one if either part is.
+[[nodiscard]] DLB_HOST_DEVICE constexpr bool to_bool(const scalar& s) {
+  switch (s.k) {
+    case scalar::kind::complex: return s.re != 0 || s.im != 0;
+    case scalar::kind::real: return s.re != 0;
+    default: return s.u != 0;
   }
 }
 
@@ -318,12 +374,69 @@ DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits,
 [[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t small_float_code(const float_format& f, const scalar& s) {
   return encode(f, to_float<double>(s));
 }
+
+// The types one element is read and written as where its C++ type would not
+// do: a DLPack bool is a byte whose every nonzero value is true (a C++ bool
+// may hold only 0 or 1), and float16 and bfloat16 are their 16-bit codes.
+struct bool_byte {
+  std::uint8_t value;
+};
+struct float16_code {
+  std::uint16_t value;
+  // A function, not a constant: device code may copy a formats:: constant but
+  // not take its address.
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr float_format format() { return formats::float16; }
+};
+struct bfloat16_code {
+  std::uint16_t value;
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr float_format format() { return formats::bfloat16; }
+};
+
+// The two halves of every conversion, for one element type T (an integer,
+// float, double or one of the types above): what load() makes of a T, and
+// the T that store() makes of a scalar. load() and store() choose them by
+// dtype at run time; convert() joins them for types known at compile time.
+template <class T>
+[[nodiscard]] DLB_HOST_DEVICE inline scalar to_scalar(T v) {
+  if constexpr (std::is_same_v<T, bool_byte>) return scalar::from_bool(v.value != 0);
+  else if constexpr (std::is_same_v<T, float>) return scalar::from_real(widen(v));
+  else if constexpr (std::is_same_v<T, double>) return scalar::from_real(v);
+  else if constexpr (std::is_signed_v<T>) return scalar::from_int(v);
+  else if constexpr (std::is_unsigned_v<T>) return scalar::from_uint(v);
+  else return scalar::from_real(decode(T::format(), v.value));
+}
+
+template <class T>
+[[nodiscard]] DLB_HOST_DEVICE inline T from_scalar(const scalar& s) {
+  if constexpr (std::is_same_v<T, bool_byte>) return {std::uint8_t(to_bool(s))};
+  else if constexpr (std::is_floating_point_v<T>) return to_float<T>(s);
+  else if constexpr (std::is_integral_v<T>) return to_integer<T>(s);
+  else return {std::uint16_t(small_float_code(T::format(), s))};
+}
+
+// One element converted exactly as store(load()) converts it. With both types
+// known the compiler folds the scalar away, leaving only the conversion.
+template <class To, class From>
+[[nodiscard]] DLB_HOST_DEVICE inline To convert(From v) {
+  return from_scalar<To>(to_scalar(v));
+}
+
+template <class T>
+[[nodiscard]] DLB_HOST_DEVICE inline scalar load_scalar(const void* p) {
+  return to_scalar(load_as<T>(p));
+}
+
+template <class T>
+DLB_HOST_DEVICE inline void store_scalar(void* p, const scalar& s) {
+  store_as(p, from_scalar<T>(s));
+}
 }  // namespace detail
 
 // Reads element `index` of a packed sub-byte array at `p`, or the element at
 // `p` itself (index 0) for every other dtype. The dtype must be supported.
 [[nodiscard]] DLB_HOST_DEVICE inline scalar load(dtype t, const void* p, std::int64_t index = 0) {
   using detail::load_as;
+  using detail::load_scalar;
   if (float_format f{}; detail::format_of(t, f)) {
     const std::uint32_t code = t.is_subbyte() ? detail::load_bits(p, index, t.bits)
                                : t.bits == 8  ? load_as<std::uint8_t>(p)
@@ -331,22 +444,22 @@ DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits,
     return scalar::from_real(decode(f, code));
   }
   switch (t.code) {
-    case kDLBool: return scalar::from_bool(load_as<std::uint8_t>(p) != 0);
+    case kDLBool: return load_scalar<detail::bool_byte>(p);
     case kDLInt:
       switch (t.bits) {
-        case 8: return scalar::from_int(load_as<std::int8_t>(p));
-        case 16: return scalar::from_int(load_as<std::int16_t>(p));
-        case 32: return scalar::from_int(load_as<std::int32_t>(p));
-        default: return scalar::from_int(load_as<std::int64_t>(p));
+        case 8: return load_scalar<std::int8_t>(p);
+        case 16: return load_scalar<std::int16_t>(p);
+        case 32: return load_scalar<std::int32_t>(p);
+        default: return load_scalar<std::int64_t>(p);
       }
     case kDLUInt:
       switch (t.bits) {
-        case 8: return scalar::from_uint(load_as<std::uint8_t>(p));
-        case 16: return scalar::from_uint(load_as<std::uint16_t>(p));
-        case 32: return scalar::from_uint(load_as<std::uint32_t>(p));
-        default: return scalar::from_uint(load_as<std::uint64_t>(p));
+        case 8: return load_scalar<std::uint8_t>(p);
+        case 16: return load_scalar<std::uint16_t>(p);
+        case 32: return load_scalar<std::uint32_t>(p);
+        default: return load_scalar<std::uint64_t>(p);
       }
-    case kDLFloat: return scalar::from_real(t.bits == 32 ? detail::widen(load_as<float>(p)) : load_as<double>(p));
+    case kDLFloat: return t.bits == 32 ? load_scalar<float>(p) : load_scalar<double>(p);
     default: {  // complex: the real part, then the imaginary (std::complex is host-only)
       const auto* parts = static_cast<const unsigned char*>(p);
       if (t.bits == 64)
@@ -361,6 +474,7 @@ DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits,
 // part (callers refuse that cast where the array API leaves it undefined).
 DLB_HOST_DEVICE inline void store(dtype t, void* p, const scalar& s, std::int64_t index = 0) {
   using detail::store_as;
+  using detail::store_scalar;
   if (float_format f{}; detail::format_of(t, f)) {
     const std::uint32_t code = detail::small_float_code(f, s);
     if (t.is_subbyte()) detail::store_bits(p, index, t.bits, code);
@@ -369,30 +483,22 @@ DLB_HOST_DEVICE inline void store(dtype t, void* p, const scalar& s, std::int64_
     return;
   }
   switch (t.code) {
-    case kDLBool: {
-      const bool b = s.k == scalar::kind::complex ? (s.re != 0 || s.im != 0)
-                     : s.k == scalar::kind::real  ? s.re != 0
-                                                  : s.u != 0;
-      store_as(p, std::uint8_t(b));
-      return;
-    }
+    case kDLBool: return store_scalar<detail::bool_byte>(p, s);
     case kDLInt:
       switch (t.bits) {
-        case 8: return store_as(p, detail::to_integer<std::int8_t>(s));
-        case 16: return store_as(p, detail::to_integer<std::int16_t>(s));
-        case 32: return store_as(p, detail::to_integer<std::int32_t>(s));
-        default: return store_as(p, detail::to_integer<std::int64_t>(s));
+        case 8: return store_scalar<std::int8_t>(p, s);
+        case 16: return store_scalar<std::int16_t>(p, s);
+        case 32: return store_scalar<std::int32_t>(p, s);
+        default: return store_scalar<std::int64_t>(p, s);
       }
     case kDLUInt:
       switch (t.bits) {
-        case 8: return store_as(p, detail::to_integer<std::uint8_t>(s));
-        case 16: return store_as(p, detail::to_integer<std::uint16_t>(s));
-        case 32: return store_as(p, detail::to_integer<std::uint32_t>(s));
-        default: return store_as(p, detail::to_integer<std::uint64_t>(s));
+        case 8: return store_scalar<std::uint8_t>(p, s);
+        case 16: return store_scalar<std::uint16_t>(p, s);
+        case 32: return store_scalar<std::uint32_t>(p, s);
+        default: return store_scalar<std::uint64_t>(p, s);
       }
-    case kDLFloat:
-      if (t.bits == 32) return store_as(p, detail::to_float<float>(s));
-      return store_as(p, detail::to_float<double>(s));
+    case kDLFloat: return t.bits == 32 ? store_scalar<float>(p, s) : store_scalar<double>(p, s);
     default: {  // complex: as load()
       auto* parts = static_cast<unsigned char*>(p);
       if (t.bits == 64) {
