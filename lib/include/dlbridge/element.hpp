@@ -8,6 +8,7 @@
 // returns.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -202,66 +203,107 @@ DLB_HOST_DEVICE inline float narrow(double v) {
 #undef DLB_DETAIL_CPU_CONVERTS_NAN
 }  // namespace detail
 
+namespace detail {
+// 2^e for -1022 <= e <= 1023, the normal range: std::ldexp is a library call.
+[[nodiscard]] DLB_HOST_DEVICE inline double pow2(int e) { return from_bits(std::uint64_t(std::uint32_t(e + 1023)) << 52); }
+
+// a >= 0 (or NaN) in units of 2^(e - 1075), for a biased double exponent e
+// in [53, 2046], rounded in the current rounding mode (to nearest, ties to
+// even, by default) as std::nearbyint(a / 2^(e - 1075)) would, which is a
+// library call on x86-64 below SSE4.1. Adding 2^(e - 1023) leaves exactly
+// those units in the low bits of the sum while a is below 2^(e - 1023); past
+// that, and for NaN, the result is 2^52 or more. Not where arithmetic may
+// carry excess precision (x87) or be reassociated (-ffast-math), which would
+// undo the addition.
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint64_t round_to_units(double a, std::uint64_t e) {
+#if FLT_EVAL_METHOD == 0 && !defined(__FAST_MATH__)
+  const double step = from_bits(e << 52);
+  return bits_of(a + step) - bits_of(step);
+#else
+  constexpr double past = 4503599627370496.0;  // 2^52
+  const double units = a * from_bits((2098 - e) << 52);
+  return std::uint64_t(std::nearbyint(units < past ? units : past));
+#endif
+}
+}  // namespace detail
+
+// Written without branches, so that loops of it vectorize: GCC moves work
+// under a branch it then may not undo.
 [[nodiscard]] DLB_HOST_DEVICE inline double decode(const float_format& f, std::uint32_t code) {
   using k = float_format::specials;
-  const bool negative = code & f.sign_bit();
   const std::uint32_t magnitude = code & f.magnitude_mask();
-  // NaN keeps the sign bit of its code, as NumPy and ml_dtypes do.
-  const double nan = detail::from_bits(detail::quiet_nan_bits | (negative ? detail::sign_mask : 0));
   const std::uint32_t exponent = magnitude >> f.mantissa_bits;
   const std::uint32_t mantissa = magnitude & ((1u << f.mantissa_bits) - 1);
-  if (f.kind == k::exponent) return magnitude == f.nan_code() ? nan : std::ldexp(1.0, int(exponent) - f.bias);
-  if (f.kind == k::fnuz && code == f.sign_bit()) return nan;
-  if (f.kind == k::fn && magnitude == f.magnitude_mask()) return nan;
-  if (f.kind == k::ieee && exponent == (1u << f.exponent_bits) - 1)
-    return mantissa ? nan : (negative ? -HUGE_VAL : HUGE_VAL);
-  const double value = exponent == 0
-                           ? std::ldexp(double(mantissa), 1 - f.bias - f.mantissa_bits)
-                           : std::ldexp(double(mantissa | (1u << f.mantissa_bits)),
-                                        int(exponent) - f.bias - f.mantissa_bits);
-  return negative ? -value : value;
+  // One exact product: subnormals (exponent 0) have no implicit leading bit
+  // and the exponent of 1; e8m0 has neither subnormals nor a mantissa.
+  const std::uint32_t normal = exponent != 0 || f.kind == k::exponent;
+  const double significand = double(std::int32_t(mantissa | normal << f.mantissa_bits));
+  const double value = significand * detail::pow2(int(exponent | (1 - normal)) - f.bias - f.mantissa_bits);
+  // The code's sign bit where a double has it; NaN keeps it too, as NumPy and
+  // ml_dtypes do.
+  const std::uint64_t sign = std::uint64_t(code & f.sign_bit()) << (63 - f.exponent_bits - f.mantissa_bits);
+  if (f.kind == k::ieee) {
+    // The all-ones exponent comes out above as 2^(2^exponent_bits - 1 - bias)
+    // or more: infinity, or NaN if the mantissa is not 0 (the shift gives 1
+    // then). Testing the product itself keeps it from being moved under the
+    // test; GCC does not vectorize a second test.
+    const double top = detail::pow2((1 << f.exponent_bits) - 1 - f.bias);
+    const std::uint32_t mantissa_mask = (1u << f.mantissa_bits) - 1;
+    const std::uint64_t special = detail::bits_of(HUGE_VAL) | std::uint64_t((mantissa + mantissa_mask) >> f.mantissa_bits) << 51;
+    return detail::from_bits((value < top ? detail::bits_of(value) : special) | sign);
+  }
+  const bool nan = f.kind == k::exponent ? magnitude == f.nan_code()
+                   : f.kind == k::fnuz   ? code == f.sign_bit()
+                                         : f.kind == k::fn && magnitude == f.magnitude_mask();
+  return detail::from_bits((nan ? detail::quiet_nan_bits : detail::bits_of(value)) | sign);
 }
 
 // Rounds to nearest, ties to even, with the format's overflow rule: infinity
 // where it has one, else NaN, except finite formats, which saturate.
+//
+// Every case is computed and one picked by masks and arithmetic, without a
+// branch, so that loops of it vectorize: GCC moves work under a branch it
+// then may not undo.
 [[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t encode(const float_format& f, double v) {
   using k = float_format::specials;
-  const bool negative = std::signbit(v);
-  // Formats with a signed NaN keep its sign (NumPy, ml_dtypes); fnuz and e8m0
-  // have a single NaN code; float6/float4 have none, and ml_dtypes writes the
-  // zero of opposite sign, which we match bit for bit.
-  if (std::isnan(v)) {
-    if (f.kind == k::finite) return negative ? 0 : f.sign_bit();
-    return (negative && (f.kind == k::ieee || f.kind == k::fn) ? f.sign_bit() : 0) | f.nan_code();
-  }
-  if (f.kind == k::exponent && (negative || v == 0)) return f.nan_code();
-  const std::uint32_t sign = negative ? f.sign_bit() : 0;
+  const std::uint64_t negative = detail::bits_of(v) >> 63;
+  const std::uint64_t sign = negative << (f.exponent_bits + f.mantissa_bits) & f.sign_bit();
+  // The biased exponent of |v|'s leading bit, raised to the format's lowest
+  // (formats with subnormals bottom out at 1 - bias, e8m0 at -bias) and
+  // lowered to 2^exponent_bits - bias, from where every value overflows:
+  // infinity and NaN (exponent all ones) come out past the largest code
+  // below as well. In 32 bits, which SSE2 compares and 64 bits not.
   const double a = std::fabs(v);
-  const std::uint32_t overflow = f.kind == k::ieee     ? sign | (f.max_finite_code() + 1)
+  const std::int32_t lowest = (f.kind == k::exponent ? -f.bias : 1 - f.bias) + 1023;
+  const std::int32_t highest = (1 << f.exponent_bits) - f.bias + 1023;
+  std::int32_t exponent = std::int32_t(detail::bits_of(a) >> 52);
+  exponent = exponent > lowest ? exponent : lowest;  // std::max is host-only to nvcc
+  exponent = exponent < highest ? exponent : highest;
+  // a in units of the format's last mantissa bit at that exponent, rounded:
+  // with the implicit leading bit, so subnormals (no leading bit), zeros and
+  // carries into the exponent all fall out below.
+  const std::uint64_t rounded = detail::round_to_units(a, std::uint64_t(exponent + 52 - f.mantissa_bits));
+  const std::uint64_t field = std::uint64_t(exponent + f.bias - 1024);
+  const std::uint64_t code = f.kind != k::exponent ? (field << f.mantissa_bits) + rounded
+                             : rounded == 0        ? 0  // below 2^-127: the smallest value
+                                                   : field + rounded;
+  const std::uint64_t overflows = 0 - ((f.max_finite_code() - code) >> 63);
+  const std::uint64_t overflow = f.kind == k::ieee     ? sign | (f.max_finite_code() + 1)
                                  : f.kind == k::finite ? sign | f.max_finite_code()
                                  : f.kind == k::fn     ? sign | f.nan_code()
                                                        : f.nan_code();
-  if (std::isinf(a)) return overflow;
-  if (a == 0) return f.kind == k::fnuz ? 0 : sign;
-  int e = 0;
-  std::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1): leading bit at 2^(e-1)
-  // Formats with subnormals bottom out at exponent 1 - bias; e8m0 at -bias.
-  const int lowest = f.kind == k::exponent ? -f.bias : 1 - f.bias;
-  const int exponent = e - 1 > lowest ? e - 1 : lowest;  // std::max is host-only to nvcc
-  const double scaled = std::ldexp(a, f.mantissa_bits - exponent);
-  const double rounded = std::nearbyint(scaled);  // default mode: ties to even
-  std::uint64_t code;
-  if (f.kind == k::exponent) {
-    if (rounded < 1) return 0;  // below 2^-127: the smallest value
-    code = std::uint64_t(exponent + f.bias) + std::uint64_t(rounded) - 1;
-  } else {
-    // `rounded` carries the implicit leading bit, so subnormals (exponent ==
-    // lowest, no leading bit) and carries into the exponent both fall out.
-    code = (std::uint64_t(exponent + f.bias - 1) << f.mantissa_bits) + std::uint64_t(rounded);
-  }
-  if (code > f.max_finite_code()) return overflow;
-  if (code == 0 && f.kind == k::fnuz) return 0;
-  return sign | std::uint32_t(code);
+  // Formats with a signed NaN keep its sign (NumPy, ml_dtypes); fnuz and e8m0
+  // have a single NaN code; float6/float4 have none, and ml_dtypes writes the
+  // zero of opposite sign, which we match bit for bit.
+  const std::uint64_t nan = f.kind == k::finite                    ? sign ^ f.sign_bit()
+                            : f.kind == k::ieee || f.kind == k::fn ? sign | f.nan_code()
+                                                                   : f.nan_code();
+  const std::uint64_t special = std::isnan(v) ? nan : overflow;
+  // fnuz has no -0; e8m0 no sign and no zero, NaN for both.
+  const std::uint64_t value = f.kind == k::fnuz && code == 0 ? 0 : sign | code;
+  const std::uint64_t out = (value & ~overflows) | (special & overflows);
+  if (f.kind == k::exponent && (negative || v == 0)) return f.nan_code();
+  return std::uint32_t(out);
 }
 
 // One element as a value wide enough to hold any dtype exactly.
