@@ -336,19 +336,17 @@ template <class I>
 inline constexpr I highest = std::numeric_limits<I>::max();
 
 // Float to integer without undefined behaviour: NaN gives 0, values past the
-// range saturate. Clamped before the conversion, with selects and no branch,
-// so that loops of it vectorize.
+// range saturate. Converted only strictly between lowest<I> and 2^bits (or
+// 2^(bits-1)), where it is defined, then corrected, all without a branch, so
+// that loops of it vectorize: both bounds are powers of two, exact in float
+// too, so GCC compares float32 sources as floats.
 template <class I>
 [[nodiscard]] DLB_HOST_DEVICE constexpr I saturate(double v) {
-  constexpr double lo = double(lowest<I>);  // exact: 0 or -2^(bits-1)
-  // The largest double that converts: highest<I> itself up to 32 bits; for 64
-  // bits highest<I> rounds up to 2^bits (or 2^63), which is past the range, so
-  // the double just below it (spacing 2^11 or 2^10 there).
-  constexpr double top = sizeof(I) < 8 ? double(highest<I>) : double(highest<I>) - (lo < 0 ? 1024.0 : 2048.0);
-  const double clamped = v > lo ? (v < top ? v : top) : lo;  // NaN: lo, replaced below
-  I out = static_cast<I>(clamped);
-  if constexpr (sizeof(I) == 8) out = v >= double(highest<I>) ? highest<I> : out;
-  return std::isnan(v) ? I(0) : out;
+  constexpr double lo = double(lowest<I>);
+  constexpr double past = double(highest<I> / 2 + 1) * 2;
+  const I inside = static_cast<I>(((v > lo) & (v < past)) ? v : 0.0);  // NaN: 0
+  const I below = v <= lo ? lowest<I> : inside;
+  return v >= past ? highest<I> : below;
 }
 
 template <class I>
@@ -372,11 +370,16 @@ template <class F>
   }
 }
 
-// Any nonzero value is true; a complex one if either part is.
-[[nodiscard]] DLB_HOST_DEVICE constexpr bool to_bool(const scalar& s) {
+// Any nonzero value is true (NaN too); a complex one if either part is. As a
+// byte, 0 or 1, by arithmetic for a real: GCC does not vectorize comparisons
+// of doubles into bytes (SSE2); (m | -m) >> 63 is 1 unless m is 0.
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint8_t to_bool(const scalar& s) {
   switch (s.k) {
     case scalar::kind::complex: return s.re != 0 || s.im != 0;
-    case scalar::kind::real: return s.re != 0;
+    case scalar::kind::real: {
+      const std::uint64_t magnitude = bits_of(s.re) << 1;
+      return std::uint8_t((magnitude | (0 - magnitude)) >> 63);
+    }
     default: return s.u != 0;
   }
 }
@@ -440,7 +443,12 @@ struct bfloat16_code {
 // dtype at run time; convert() joins them for types known at compile time.
 template <class T>
 [[nodiscard]] DLB_HOST_DEVICE inline scalar to_scalar(T v) {
-  if constexpr (std::is_same_v<T, bool_byte>) return scalar::from_bool(v.value != 0);
+  if constexpr (std::is_same_v<T, bool_byte>) {
+    // from_bool(v.value != 0), but with 0 or 1 as an int: GCC does not
+    // vectorize a bool's conversion to floating point (SSE2).
+    const std::int32_t b = v.value < 1 ? v.value : 1;
+    return {scalar::kind::boolean, b, std::uint64_t(b), double(b), 0};
+  }
   else if constexpr (std::is_same_v<T, float>) return scalar::from_real(widen(v));
   else if constexpr (std::is_same_v<T, double>) return scalar::from_real(v);
   else if constexpr (std::is_signed_v<T>) return scalar::from_int(v);
@@ -450,7 +458,7 @@ template <class T>
 
 template <class T>
 [[nodiscard]] DLB_HOST_DEVICE inline T from_scalar(const scalar& s) {
-  if constexpr (std::is_same_v<T, bool_byte>) return {std::uint8_t(to_bool(s))};
+  if constexpr (std::is_same_v<T, bool_byte>) return {to_bool(s)};
   else if constexpr (std::is_floating_point_v<T>) return to_float<T>(s);
   else if constexpr (std::is_integral_v<T>) return to_integer<T>(s);
   else return {std::uint16_t(small_float_code(T::format(), s))};
