@@ -201,9 +201,7 @@ DLB_HOST_DEVICE inline float narrow(double v) {
 #endif
 }
 #undef DLB_DETAIL_CPU_CONVERTS_NAN
-}  // namespace detail
 
-namespace detail {
 // 2^e for -1022 <= e <= 1023, the normal range: std::ldexp is a library call.
 [[nodiscard]] DLB_HOST_DEVICE inline double pow2(int e) { return from_bits(std::uint64_t(std::uint32_t(e + 1023)) << 52); }
 
@@ -216,7 +214,7 @@ namespace detail {
 // carry excess precision (x87) or be reassociated (-ffast-math), which would
 // undo the addition.
 [[nodiscard]] DLB_HOST_DEVICE inline std::uint64_t round_to_units(double a, std::uint64_t e) {
-#if FLT_EVAL_METHOD == 0 && !defined(__FAST_MATH__)
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0 && !defined(__FAST_MATH__)
   const double step = from_bits(e << 52);
   return bits_of(a + step) - bits_of(step);
 #else
@@ -262,8 +260,8 @@ namespace detail {
 // where it has one, else NaN, except finite formats, which saturate.
 //
 // Every case is computed and one picked by masks and arithmetic, without a
-// branch, so that loops of it vectorize: GCC moves work under a branch it
-// then may not undo.
+// branch where the format is known at compile time, so that loops of it
+// vectorize: GCC moves work under a branch it then may not undo.
 [[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t encode(const float_format& f, double v) {
   using k = float_format::specials;
   const std::uint64_t negative = detail::bits_of(v) >> 63;
@@ -448,12 +446,17 @@ template <class T>
     // vectorize a bool's conversion to floating point (SSE2).
     const std::int32_t b = v.value < 1 ? v.value : 1;
     return {scalar::kind::boolean, b, std::uint64_t(b), double(b), 0};
+  } else if constexpr (std::is_same_v<T, float>) {
+    return scalar::from_real(widen(v));
+  } else if constexpr (std::is_same_v<T, double>) {
+    return scalar::from_real(v);
+  } else if constexpr (std::is_signed_v<T>) {
+    return scalar::from_int(v);
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return scalar::from_uint(v);
+  } else {
+    return scalar::from_real(decode(T::format(), v.value));
   }
-  else if constexpr (std::is_same_v<T, float>) return scalar::from_real(widen(v));
-  else if constexpr (std::is_same_v<T, double>) return scalar::from_real(v);
-  else if constexpr (std::is_signed_v<T>) return scalar::from_int(v);
-  else if constexpr (std::is_unsigned_v<T>) return scalar::from_uint(v);
-  else return scalar::from_real(decode(T::format(), v.value));
 }
 
 template <class T>
