@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dlbridge/convert.hpp"
@@ -246,6 +247,53 @@ TEST_CASE("convert: every typed loop gives load/store's bits, at every length an
                 }
             }
           }
+      CHECK(mismatches == 0);
+    }
+  }
+}
+
+// Encoding has too many inputs to try them all here (tested once by hand: all
+// 2^32 float32 patterns): every 1024th float32 pattern, with varying low
+// bits, and the neighbourhood of every float16 and bfloat16 value and of every
+// midpoint between two, as float32 and as float64.
+TEST_CASE("convert: float32 and float64 to float16 and bfloat16, densely") {
+  const dlb::dtype f32{dlb::kDLFloat, 32}, f64{dlb::kDLFloat, 64};
+  std::vector<std::uint32_t> floats;
+  for (std::uint32_t p = 0; p < (1u << 22); ++p) floats.push_back(p << 10 | ((p * 0x9E3779B1u) >> 22));
+  for (const named_dtype to : {named_dtype{"float16", {dlb::kDLFloat, 16}}, named_dtype{"bfloat16", {dlb::kDLBfloat, 16}}}) {
+    CAPTURE(to.name);
+    std::vector<std::uint32_t> near = floats;
+    std::vector<double> doubles;
+    for (std::uint32_t c = 0; c < 0xffff; ++c) {
+      if ((c & 0x7fff) == 0x7fff) continue;  // no next code
+      double value[2];
+      for (std::uint32_t i = 0; i < 2; ++i) {
+        alignas(16) unsigned char code[16] = {};  // room for any dtype, as far as the compiler knows
+        const auto bits = std::uint16_t(c + i);
+        std::memcpy(code, &bits, 2);
+        value[i] = dlb::load(to.type, code).re;
+      }
+      if (!std::isfinite(value[0]) || !std::isfinite(value[1])) continue;
+      const double mid = (value[0] + value[1]) / 2;  // exact, and exact as a float too
+      for (const double x : {value[0], mid}) {
+        const auto bits = std::bit_cast<std::uint32_t>(float(x));
+        for (std::uint32_t d = 0; d < 5; ++d) near.push_back(bits + d - 2);
+        doubles.insert(doubles.end(), {x, std::nextafter(x, -HUGE_VAL), std::nextafter(x, HUGE_VAL)});
+      }
+    }
+    for (const auto& [from, count, data] :
+         {std::tuple{f32, near.size(), static_cast<const void*>(near.data())},
+          std::tuple{f64, doubles.size(), static_cast<const void*>(doubles.data())}}) {
+      bytes src(count * from.itemsize());
+      std::memcpy(src.data(), data, src.size());
+      const bytes expected = reference(from, to.type, src, std::int64_t(count));
+      bytes got(expected.size());
+      dlb::converter(from, to.type)(got.data(), src.data(), std::int64_t(count));
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < count; ++i)
+        if (std::memcmp(&got[2 * i], &expected[2 * i], 2) != 0 && ++mismatches <= 5)
+          FAIL_CHECK("from " << from.bits << " bits: 0x" << hex(src.data() + i * from.itemsize(), from.itemsize()) << " -> 0x"
+                             << hex(&got[2 * i], 2) << ", load/store 0x" << hex(&expected[2 * i], 2));
       CHECK(mismatches == 0);
     }
   }
