@@ -10,7 +10,6 @@
 
 #include <cstdint>
 
-#include "dlbridge/config.hpp"
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/element.hpp"
 
@@ -89,10 +88,9 @@ void convert_run(void* dst, const void* src, std::int64_t n) noexcept {
 // The typed loop converting dtype `from` to dtype `to`, or nullptr where there
 // is none (convert element by element with load() and store() then). There is
 // one for every pair of distinct dtypes among bool, int8 to int64, uint8 to
-// uint64, float16, bfloat16, float32 and float64. None for from == to, a
-// copy: the compiler folds float32 -> float64 -> float32 into nothing, where
-// load() and store() quiet a signalling NaN, and bool to bool would have to
-// turn every nonzero byte into 1 as store() does.
+// uint64, float16, bfloat16, float32 and float64. None for from == to: the
+// copy engine copies those as they are (where load() and store() would quiet
+// a signalling NaN and write 1 for every nonzero bool byte).
 [[nodiscard]] constexpr convert_fn converter(dtype from, dtype to) noexcept {
   if (from == to) return nullptr;
   return detail::with_element_type(from, [to](auto source) noexcept {
