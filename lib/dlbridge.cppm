@@ -148,6 +148,10 @@ using dlb::load;
 using dlb::store;
 using dlb::fits;
 
+// dlbridge/convert.hpp
+using dlb::convert_fn;
+using dlb::converter;
+
 // dlbridge/validate.hpp
 using dlb::import_error;
 using dlb::import_failure;

@@ -628,9 +628,10 @@ TEST_CASE("element: conversions to bool, float and complex") {
 }
 
 TEST_CASE("element: float <-> double keep NaN sign and payload as the host CPU does") {
-  // load() and store() convert through detail::widen / narrow, which spell
-  // NaN out because GPU conversions would not keep it. volatile: the CPU's
-  // conversions themselves, not the compiler folding them.
+  // load() and store() convert through detail::widen / narrow, which are the
+  // CPU's conversions on x86-64 and AArch64 and spelled out elsewhere (GPU
+  // conversions would not keep NaN). Both are checked here. volatile: the
+  // CPU's conversions themselves, not the compiler folding them.
   const auto bits32 = [](float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; };
   const auto bits64 = [](double d) { std::uint64_t b; std::memcpy(&b, &d, 8); return b; };
   std::mt19937 rng(3);
@@ -643,8 +644,14 @@ TEST_CASE("element: float <-> double keep NaN sign and payload as the host CPU d
     volatile float vf = f;
     const double wide = double(vf);
     volatile double vd = wide;
+    const float round_trip = float(vd);
     mismatches += bits64(dlb::detail::widen(f)) != bits64(wide);
-    mismatches += bits32(dlb::detail::narrow(wide)) != bits32(float(vd));
+    mismatches += bits64(dlb::detail::widen_spelled_out(f)) != bits64(wide);
+    mismatches += bits32(dlb::detail::narrow(wide)) != bits32(round_trip);
+    mismatches += bits32(dlb::detail::narrow_spelled_out(wide)) != bits32(round_trip);
+    // The compiler sees both conversions here and may fold them away; a
+    // signalling NaN must still come out quiet.
+    mismatches += bits32(dlb::detail::narrow(dlb::detail::widen(f))) != bits32(round_trip);
   }
   std::mt19937_64 rng64(5);
   for (int i = 0; i < 100000; ++i) {
@@ -653,6 +660,7 @@ TEST_CASE("element: float <-> double keep NaN sign and payload as the host CPU d
     std::memcpy(&d, &b, 8);
     volatile double vd = d;
     mismatches += bits32(dlb::detail::narrow(d)) != bits32(float(vd));
+    mismatches += bits32(dlb::detail::narrow_spelled_out(d)) != bits32(float(vd));
   }
   CHECK(mismatches == 0);
 }

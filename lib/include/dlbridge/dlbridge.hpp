@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dlbridge/host_copy.hpp"
+#include "dlbridge/convert.hpp"
 #include "dlbridge/device.hpp"
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/dtype.hpp"

@@ -8,10 +8,12 @@
 // returns.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "dlbridge/config.hpp"
 #include "dlbridge/dtype.hpp"
@@ -145,82 +147,161 @@ inline constexpr std::uint64_t quiet_nan_bits = 0x7ff8000000000000ULL;
 // out for NaN: its sign and leading payload bits are kept and it comes out
 // quiet. GPU conversions may return the canonical NaN instead, losing the sign
 // that NumPy and ml_dtypes keep.
-DLB_HOST_DEVICE inline double widen(float v) {
+//
+// The conversion runs for NaN too and is tested itself: GCC would move a
+// conversion that the test does not need under a branch, and may not turn
+// such a branch back into a select (a conversion may raise a floating-point
+// exception), and loops vectorize only without one.
+DLB_HOST_DEVICE inline double widen_spelled_out(float v) {
   std::uint32_t b;
   std::memcpy(&b, &v, sizeof b);
-  if ((b & 0x7fffffffu) <= 0x7f800000u) return double(v);
-  return from_bits(std::uint64_t(b >> 31) << 63 | quiet_nan_bits | std::uint64_t(b & 0x7fffffu) << 29);
+  const std::uint64_t nan = std::uint64_t(b >> 31) << 63 | quiet_nan_bits | std::uint64_t(b & 0x7fffffu) << 29;
+  const double converted = double(v);
+  return from_bits(std::isnan(converted) ? nan : bits_of(converted));
+}
+DLB_HOST_DEVICE inline float narrow_spelled_out(double v) {
+  const std::uint64_t b = bits_of(v);
+  const std::uint32_t nan = std::uint32_t(b >> 63) << 31 | 0x7fc00000u | std::uint32_t(b >> 29 & 0x7fffffu);
+  const float converted = float(v);
+  std::uint32_t out;
+  std::memcpy(&out, &converted, sizeof out);
+  out = std::isnan(converted) ? nan : out;
+  float f;
+  std::memcpy(&f, &out, sizeof f);
+  return f;
+}
+
+// The conversions load() and store() use. x86-64 and AArch64 CPUs convert
+// exactly as spelled out above (AArch64 with FPCR.DN clear, as operating
+// systems leave it; GCC and clang fold constants the same way), in a third of
+// the instructions in a vectorized loop. But compilers fold float(double(x))
+// into x, where a signalling NaN x would stay signalling: narrow() sets the
+// quiet bit itself. test_element checks all four against the CPU.
+#if !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(_M_X64) || defined(__aarch64__) || defined(_M_ARM64))
+#define DLB_DETAIL_CPU_CONVERTS_NAN 1
+#endif
+DLB_HOST_DEVICE inline double widen(float v) {
+#ifdef DLB_DETAIL_CPU_CONVERTS_NAN
+  return double(v);
+#else
+  return widen_spelled_out(v);
+#endif
 }
 DLB_HOST_DEVICE inline float narrow(double v) {
-  if (!std::isnan(v)) return float(v);
-  const std::uint64_t b = bits_of(v);
-  const std::uint32_t n = std::uint32_t(b >> 63) << 31 | 0x7fc00000u | std::uint32_t(b >> 29 & 0x7fffffu);
+#ifdef DLB_DETAIL_CPU_CONVERTS_NAN
+  const float converted = float(v);
+  std::uint32_t b;
+  std::memcpy(&b, &converted, sizeof b);
+  b |= std::isnan(converted) ? 0x00400000u : 0;
   float out;
-  std::memcpy(&out, &n, sizeof out);
+  std::memcpy(&out, &b, sizeof out);
   return out;
+#else
+  return narrow_spelled_out(v);
+#endif
+}
+#undef DLB_DETAIL_CPU_CONVERTS_NAN
+
+// 2^e for -1022 <= e <= 1023, the normal range: std::ldexp is a library call.
+[[nodiscard]] DLB_HOST_DEVICE inline double pow2(int e) { return from_bits(std::uint64_t(std::uint32_t(e + 1023)) << 52); }
+
+// a >= 0 (or NaN) in units of 2^(e - 1075), for a biased double exponent e
+// in [53, 2046], rounded in the current rounding mode (to nearest, ties to
+// even, by default) as std::nearbyint(a / 2^(e - 1075)) would, which is a
+// library call on x86-64 below SSE4.1. Adding 2^(e - 1023) leaves exactly
+// those units in the low bits of the sum while a is below 2^(e - 1023); past
+// that, and for NaN, the result is 2^52 or more. Not where arithmetic may
+// carry excess precision (x87) or be reassociated (-ffast-math), which would
+// undo the addition.
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint64_t round_to_units(double a, std::uint64_t e) {
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0 && !defined(__FAST_MATH__)
+  const double step = from_bits(e << 52);
+  return bits_of(a + step) - bits_of(step);
+#else
+  constexpr double past = 4503599627370496.0;  // 2^52
+  const double units = a * from_bits((2098 - e) << 52);
+  return std::uint64_t(std::nearbyint(units < past ? units : past));
+#endif
 }
 }  // namespace detail
 
+// Written without branches, so that loops of it vectorize: GCC moves work
+// under a branch it then may not undo.
 [[nodiscard]] DLB_HOST_DEVICE inline double decode(const float_format& f, std::uint32_t code) {
   using k = float_format::specials;
-  const bool negative = code & f.sign_bit();
   const std::uint32_t magnitude = code & f.magnitude_mask();
-  // NaN keeps the sign bit of its code, as NumPy and ml_dtypes do.
-  const double nan = detail::from_bits(detail::quiet_nan_bits | (negative ? detail::sign_mask : 0));
   const std::uint32_t exponent = magnitude >> f.mantissa_bits;
   const std::uint32_t mantissa = magnitude & ((1u << f.mantissa_bits) - 1);
-  if (f.kind == k::exponent) return magnitude == f.nan_code() ? nan : std::ldexp(1.0, int(exponent) - f.bias);
-  if (f.kind == k::fnuz && code == f.sign_bit()) return nan;
-  if (f.kind == k::fn && magnitude == f.magnitude_mask()) return nan;
-  if (f.kind == k::ieee && exponent == (1u << f.exponent_bits) - 1)
-    return mantissa ? nan : (negative ? -HUGE_VAL : HUGE_VAL);
-  const double value = exponent == 0
-                           ? std::ldexp(double(mantissa), 1 - f.bias - f.mantissa_bits)
-                           : std::ldexp(double(mantissa | (1u << f.mantissa_bits)),
-                                        int(exponent) - f.bias - f.mantissa_bits);
-  return negative ? -value : value;
+  // One exact product: subnormals (exponent 0) have no implicit leading bit
+  // and the exponent of 1; e8m0 has neither subnormals nor a mantissa.
+  const std::uint32_t normal = exponent != 0 || f.kind == k::exponent;
+  const double significand = double(std::int32_t(mantissa | normal << f.mantissa_bits));
+  const double value = significand * detail::pow2(int(exponent | (1 - normal)) - f.bias - f.mantissa_bits);
+  // The code's sign bit where a double has it; NaN keeps it too, as NumPy and
+  // ml_dtypes do.
+  const std::uint64_t sign = std::uint64_t(code & f.sign_bit()) << (63 - f.exponent_bits - f.mantissa_bits);
+  if (f.kind == k::ieee) {
+    // The all-ones exponent comes out above as 2^(2^exponent_bits - 1 - bias)
+    // or more: infinity, or NaN if the mantissa is not 0 (the shift gives 1
+    // then). Testing the product itself keeps it from being moved under the
+    // test; GCC does not vectorize a second test.
+    const double top = detail::pow2((1 << f.exponent_bits) - 1 - f.bias);
+    const std::uint32_t mantissa_mask = (1u << f.mantissa_bits) - 1;
+    const std::uint64_t special = detail::bits_of(HUGE_VAL) | std::uint64_t((mantissa + mantissa_mask) >> f.mantissa_bits) << 51;
+    return detail::from_bits((value < top ? detail::bits_of(value) : special) | sign);
+  }
+  const bool nan = f.kind == k::exponent ? magnitude == f.nan_code()
+                   : f.kind == k::fnuz   ? code == f.sign_bit()
+                                         : f.kind == k::fn && magnitude == f.magnitude_mask();
+  return detail::from_bits((nan ? detail::quiet_nan_bits : detail::bits_of(value)) | sign);
 }
 
 // Rounds to nearest, ties to even, with the format's overflow rule: infinity
 // where it has one, else NaN, except finite formats, which saturate.
+//
+// Every case is computed and one picked by masks and arithmetic, without a
+// branch where the format is known at compile time, so that loops of it
+// vectorize: GCC moves work under a branch it then may not undo.
 [[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t encode(const float_format& f, double v) {
   using k = float_format::specials;
-  const bool negative = std::signbit(v);
-  // Formats with a signed NaN keep its sign (NumPy, ml_dtypes); fnuz and e8m0
-  // have a single NaN code; float6/float4 have none, and ml_dtypes writes the
-  // zero of opposite sign, which we match bit for bit.
-  if (std::isnan(v)) {
-    if (f.kind == k::finite) return negative ? 0 : f.sign_bit();
-    return (negative && (f.kind == k::ieee || f.kind == k::fn) ? f.sign_bit() : 0) | f.nan_code();
-  }
-  if (f.kind == k::exponent && (negative || v == 0)) return f.nan_code();
-  const std::uint32_t sign = negative ? f.sign_bit() : 0;
+  const std::uint64_t negative = detail::bits_of(v) >> 63;
+  const std::uint64_t sign = negative << (f.exponent_bits + f.mantissa_bits) & f.sign_bit();
+  // The biased exponent of |v|'s leading bit, raised to the format's lowest
+  // (formats with subnormals bottom out at 1 - bias, e8m0 at -bias) and
+  // lowered to 2^exponent_bits - bias, from where every value overflows:
+  // infinity and NaN (exponent all ones) come out past the largest code
+  // below as well. In 32 bits, which SSE2 compares and 64 bits not.
   const double a = std::fabs(v);
-  const std::uint32_t overflow = f.kind == k::ieee     ? sign | (f.max_finite_code() + 1)
+  const std::int32_t lowest = (f.kind == k::exponent ? -f.bias : 1 - f.bias) + 1023;
+  const std::int32_t highest = (1 << f.exponent_bits) - f.bias + 1023;
+  std::int32_t exponent = std::int32_t(detail::bits_of(a) >> 52);
+  exponent = exponent > lowest ? exponent : lowest;  // std::max is host-only to nvcc
+  exponent = exponent < highest ? exponent : highest;
+  // a in units of the format's last mantissa bit at that exponent, rounded:
+  // with the implicit leading bit, so subnormals (no leading bit), zeros and
+  // carries into the exponent all fall out below.
+  const std::uint64_t rounded = detail::round_to_units(a, std::uint64_t(exponent + 52 - f.mantissa_bits));
+  const std::uint64_t field = std::uint64_t(exponent + f.bias - 1024);
+  const std::uint64_t code = f.kind != k::exponent ? (field << f.mantissa_bits) + rounded
+                             : rounded == 0        ? 0  // below 2^-127: the smallest value
+                                                   : field + rounded;
+  const std::uint64_t overflows = 0 - ((f.max_finite_code() - code) >> 63);
+  const std::uint64_t overflow = f.kind == k::ieee     ? sign | (f.max_finite_code() + 1)
                                  : f.kind == k::finite ? sign | f.max_finite_code()
                                  : f.kind == k::fn     ? sign | f.nan_code()
                                                        : f.nan_code();
-  if (std::isinf(a)) return overflow;
-  if (a == 0) return f.kind == k::fnuz ? 0 : sign;
-  int e = 0;
-  std::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1): leading bit at 2^(e-1)
-  // Formats with subnormals bottom out at exponent 1 - bias; e8m0 at -bias.
-  const int lowest = f.kind == k::exponent ? -f.bias : 1 - f.bias;
-  const int exponent = e - 1 > lowest ? e - 1 : lowest;  // std::max is host-only to nvcc
-  const double scaled = std::ldexp(a, f.mantissa_bits - exponent);
-  const double rounded = std::nearbyint(scaled);  // default mode: ties to even
-  std::uint64_t code;
-  if (f.kind == k::exponent) {
-    if (rounded < 1) return 0;  // below 2^-127: the smallest value
-    code = std::uint64_t(exponent + f.bias) + std::uint64_t(rounded) - 1;
-  } else {
-    // `rounded` carries the implicit leading bit, so subnormals (exponent ==
-    // lowest, no leading bit) and carries into the exponent both fall out.
-    code = (std::uint64_t(exponent + f.bias - 1) << f.mantissa_bits) + std::uint64_t(rounded);
-  }
-  if (code > f.max_finite_code()) return overflow;
-  if (code == 0 && f.kind == k::fnuz) return 0;
-  return sign | std::uint32_t(code);
+  // Formats with a signed NaN keep its sign (NumPy, ml_dtypes); fnuz and e8m0
+  // have a single NaN code; float6/float4 have none, and ml_dtypes writes the
+  // zero of opposite sign, which we match bit for bit.
+  const std::uint64_t nan = f.kind == k::finite                    ? sign ^ f.sign_bit()
+                            : f.kind == k::ieee || f.kind == k::fn ? sign | f.nan_code()
+                                                                   : f.nan_code();
+  const std::uint64_t special = std::isnan(v) ? nan : overflow;
+  // fnuz has no -0; e8m0 no sign and no zero, NaN for both.
+  const std::uint64_t value = f.kind == k::fnuz && code == 0 ? 0 : sign | code;
+  const std::uint64_t out = (value & ~overflows) | (special & overflows);
+  if (f.kind == k::exponent && (negative || v == 0)) return f.nan_code();
+  return std::uint32_t(out);
 }
 
 // One element as a value wide enough to hold any dtype exactly.
@@ -253,13 +334,17 @@ template <class I>
 inline constexpr I highest = std::numeric_limits<I>::max();
 
 // Float to integer without undefined behaviour: NaN gives 0, values past the
-// range saturate.
+// range saturate. Converted only strictly between lowest<I> and 2^bits (or
+// 2^(bits-1)), where it is defined, then corrected, all without a branch, so
+// that loops of it vectorize: both bounds are powers of two, exact in float
+// too, so GCC compares float32 sources as floats.
 template <class I>
 [[nodiscard]] DLB_HOST_DEVICE constexpr I saturate(double v) {
-  if (std::isnan(v)) return 0;
-  if (v <= double(lowest<I>)) return lowest<I>;
-  if (v >= double(highest<I>)) return highest<I>;
-  return static_cast<I>(v);
+  constexpr double lo = double(lowest<I>);
+  constexpr double past = double(highest<I> / 2 + 1) * 2;
+  const I inside = static_cast<I>(((v > lo) & (v < past)) ? v : 0.0);  // NaN: 0
+  const I below = v <= lo ? lowest<I> : inside;
+  return v >= past ? highest<I> : below;
 }
 
 template <class I>
@@ -280,6 +365,20 @@ template <class F>
     default:
       if constexpr (sizeof(F) == sizeof(float)) return narrow(s.re);
       else return s.re;
+  }
+}
+
+// Any nonzero value is true (NaN too); a complex one if either part is. As a
+// byte, 0 or 1, by arithmetic for a real: GCC does not vectorize comparisons
+// of doubles into bytes (SSE2); (m | -m) >> 63 is 1 unless m is 0.
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint8_t to_bool(const scalar& s) {
+  switch (s.k) {
+    case scalar::kind::complex: return s.re != 0 || s.im != 0;
+    case scalar::kind::real: {
+      const std::uint64_t magnitude = bits_of(s.re) << 1;
+      return std::uint8_t((magnitude | (0 - magnitude)) >> 63);
+    }
+    default: return s.u != 0;
   }
 }
 
@@ -318,12 +417,79 @@ DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits,
 [[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t small_float_code(const float_format& f, const scalar& s) {
   return encode(f, to_float<double>(s));
 }
+
+// The types one element is read and written as where its C++ type would not
+// do: a DLPack bool is a byte whose every nonzero value is true (a C++ bool
+// may hold only 0 or 1), and float16 and bfloat16 are their 16-bit codes.
+struct bool_byte {
+  std::uint8_t value;
+};
+struct float16_code {
+  std::uint16_t value;
+  // A function, not a constant: device code may copy a formats:: constant but
+  // not take its address.
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr float_format format() { return formats::float16; }
+};
+struct bfloat16_code {
+  std::uint16_t value;
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr float_format format() { return formats::bfloat16; }
+};
+
+// The two halves of every conversion, for one element type T (an integer,
+// float, double or one of the types above): what load() makes of a T, and
+// the T that store() makes of a scalar. load() and store() choose them by
+// dtype at run time; convert() joins them for types known at compile time.
+template <class T>
+[[nodiscard]] DLB_HOST_DEVICE inline scalar to_scalar(T v) {
+  if constexpr (std::is_same_v<T, bool_byte>) {
+    // from_bool(v.value != 0), but with 0 or 1 as an int: GCC does not
+    // vectorize a bool's conversion to floating point (SSE2).
+    const std::int32_t b = v.value < 1 ? v.value : 1;
+    return {scalar::kind::boolean, b, std::uint64_t(b), double(b), 0};
+  } else if constexpr (std::is_same_v<T, float>) {
+    return scalar::from_real(widen(v));
+  } else if constexpr (std::is_same_v<T, double>) {
+    return scalar::from_real(v);
+  } else if constexpr (std::is_signed_v<T>) {
+    return scalar::from_int(v);
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return scalar::from_uint(v);
+  } else {
+    return scalar::from_real(decode(T::format(), v.value));
+  }
+}
+
+template <class T>
+[[nodiscard]] DLB_HOST_DEVICE inline T from_scalar(const scalar& s) {
+  if constexpr (std::is_same_v<T, bool_byte>) return {to_bool(s)};
+  else if constexpr (std::is_floating_point_v<T>) return to_float<T>(s);
+  else if constexpr (std::is_integral_v<T>) return to_integer<T>(s);
+  else return {std::uint16_t(small_float_code(T::format(), s))};
+}
+
+// One element converted exactly as store(load()) converts it. With both types
+// known the compiler folds the scalar away, leaving only the conversion.
+template <class To, class From>
+[[nodiscard]] DLB_HOST_DEVICE inline To convert(From v) {
+  return from_scalar<To>(to_scalar(v));
+}
+
+template <class T>
+[[nodiscard]] DLB_HOST_DEVICE inline scalar load_scalar(const void* p) {
+  return to_scalar(load_as<T>(p));
+}
+
+template <class T>
+DLB_HOST_DEVICE inline void store_scalar(void* p, const scalar& s) {
+  store_as(p, from_scalar<T>(s));
+}
 }  // namespace detail
 
 // Reads element `index` of a packed sub-byte array at `p`, or the element at
 // `p` itself (index 0) for every other dtype. The dtype must be supported.
 [[nodiscard]] DLB_HOST_DEVICE inline scalar load(dtype t, const void* p, std::int64_t index = 0) {
   using detail::load_as;
+  using detail::load_scalar;
   if (float_format f{}; detail::format_of(t, f)) {
     const std::uint32_t code = t.is_subbyte() ? detail::load_bits(p, index, t.bits)
                                : t.bits == 8  ? load_as<std::uint8_t>(p)
@@ -331,22 +497,22 @@ DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits,
     return scalar::from_real(decode(f, code));
   }
   switch (t.code) {
-    case kDLBool: return scalar::from_bool(load_as<std::uint8_t>(p) != 0);
+    case kDLBool: return load_scalar<detail::bool_byte>(p);
     case kDLInt:
       switch (t.bits) {
-        case 8: return scalar::from_int(load_as<std::int8_t>(p));
-        case 16: return scalar::from_int(load_as<std::int16_t>(p));
-        case 32: return scalar::from_int(load_as<std::int32_t>(p));
-        default: return scalar::from_int(load_as<std::int64_t>(p));
+        case 8: return load_scalar<std::int8_t>(p);
+        case 16: return load_scalar<std::int16_t>(p);
+        case 32: return load_scalar<std::int32_t>(p);
+        default: return load_scalar<std::int64_t>(p);
       }
     case kDLUInt:
       switch (t.bits) {
-        case 8: return scalar::from_uint(load_as<std::uint8_t>(p));
-        case 16: return scalar::from_uint(load_as<std::uint16_t>(p));
-        case 32: return scalar::from_uint(load_as<std::uint32_t>(p));
-        default: return scalar::from_uint(load_as<std::uint64_t>(p));
+        case 8: return load_scalar<std::uint8_t>(p);
+        case 16: return load_scalar<std::uint16_t>(p);
+        case 32: return load_scalar<std::uint32_t>(p);
+        default: return load_scalar<std::uint64_t>(p);
       }
-    case kDLFloat: return scalar::from_real(t.bits == 32 ? detail::widen(load_as<float>(p)) : load_as<double>(p));
+    case kDLFloat: return t.bits == 32 ? load_scalar<float>(p) : load_scalar<double>(p);
     default: {  // complex: the real part, then the imaginary (std::complex is host-only)
       const auto* parts = static_cast<const unsigned char*>(p);
       if (t.bits == 64)
@@ -361,6 +527,7 @@ DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits,
 // part (callers refuse that cast where the array API leaves it undefined).
 DLB_HOST_DEVICE inline void store(dtype t, void* p, const scalar& s, std::int64_t index = 0) {
   using detail::store_as;
+  using detail::store_scalar;
   if (float_format f{}; detail::format_of(t, f)) {
     const std::uint32_t code = detail::small_float_code(f, s);
     if (t.is_subbyte()) detail::store_bits(p, index, t.bits, code);
@@ -369,30 +536,22 @@ DLB_HOST_DEVICE inline void store(dtype t, void* p, const scalar& s, std::int64_
     return;
   }
   switch (t.code) {
-    case kDLBool: {
-      const bool b = s.k == scalar::kind::complex ? (s.re != 0 || s.im != 0)
-                     : s.k == scalar::kind::real  ? s.re != 0
-                                                  : s.u != 0;
-      store_as(p, std::uint8_t(b));
-      return;
-    }
+    case kDLBool: return store_scalar<detail::bool_byte>(p, s);
     case kDLInt:
       switch (t.bits) {
-        case 8: return store_as(p, detail::to_integer<std::int8_t>(s));
-        case 16: return store_as(p, detail::to_integer<std::int16_t>(s));
-        case 32: return store_as(p, detail::to_integer<std::int32_t>(s));
-        default: return store_as(p, detail::to_integer<std::int64_t>(s));
+        case 8: return store_scalar<std::int8_t>(p, s);
+        case 16: return store_scalar<std::int16_t>(p, s);
+        case 32: return store_scalar<std::int32_t>(p, s);
+        default: return store_scalar<std::int64_t>(p, s);
       }
     case kDLUInt:
       switch (t.bits) {
-        case 8: return store_as(p, detail::to_integer<std::uint8_t>(s));
-        case 16: return store_as(p, detail::to_integer<std::uint16_t>(s));
-        case 32: return store_as(p, detail::to_integer<std::uint32_t>(s));
-        default: return store_as(p, detail::to_integer<std::uint64_t>(s));
+        case 8: return store_scalar<std::uint8_t>(p, s);
+        case 16: return store_scalar<std::uint16_t>(p, s);
+        case 32: return store_scalar<std::uint32_t>(p, s);
+        default: return store_scalar<std::uint64_t>(p, s);
       }
-    case kDLFloat:
-      if (t.bits == 32) return store_as(p, detail::to_float<float>(s));
-      return store_as(p, detail::to_float<double>(s));
+    case kDLFloat: return t.bits == 32 ? store_scalar<float>(p, s) : store_scalar<double>(p, s);
     default: {  // complex: as load()
       auto* parts = static_cast<unsigned char*>(p);
       if (t.bits == 64) {
