@@ -34,6 +34,7 @@
 #include <immintrin.h>
 #endif
 
+#include "dlbridge/convert.hpp"
 #include "dlbridge/cpu_info.hpp"
 #include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
@@ -76,11 +77,12 @@ void for_each_row(extents_t shape, extents_t dst_strides, extents_t src_strides,
   });
 }
 
-// Walks `axis` the other way round: the same elements, other base pointers.
-inline void reverse_axis(strided_plan& p, std::int32_t axis, std::int64_t itemsize, std::byte*& dst,
-                         const std::byte*& src) {
-  dst += (p.extent[axis] - 1) * p.dst[axis] * itemsize;
-  src += (p.extent[axis] - 1) * p.src[axis] * itemsize;
+// Walks `axis` the other way round: the same elements, other base pointers
+// (elements of dst_size and src_size bytes).
+inline void reverse_axis(strided_plan& p, std::int32_t axis, std::int64_t dst_size, std::int64_t src_size,
+                         std::byte*& dst, const std::byte*& src) {
+  dst += (p.extent[axis] - 1) * p.dst[axis] * dst_size;
+  src += (p.extent[axis] - 1) * p.src[axis] * src_size;
   p.dst[axis] = -p.dst[axis];
   p.src[axis] = -p.src[axis];
 }
@@ -452,7 +454,7 @@ void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const co
   constexpr auto size = std::int64_t(Size);
   if (p.ndim == 0) return copy_element<Size>(dst, src);
   for (std::int32_t axis = 0; axis < p.ndim; ++axis)
-    if (p.dst[axis] < 0) reverse_axis(p, axis, size, dst, src);
+    if (p.dst[axis] < 0) reverse_axis(p, axis, size, size, dst, src);
   const std::int32_t inner = p.ndim - 1;
   const std::int64_t length = p.extent[inner];
   if (p.dst[inner] == 1 && p.src[inner] == 1) {
@@ -473,7 +475,7 @@ void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const co
       std::swap(p.src[i], p.src[i + 1]);
     }
     const std::int32_t rows = inner - 1;
-    if (p.src[rows] < 0) reverse_axis(p, rows, size, dst, src);
+    if (p.src[rows] < 0) reverse_axis(p, rows, size, size, dst, src);
     const auto tiles = tiles_for<Size>(how, length);
     for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
       tiles(dst + d * size, src + s * size, p.extent[rows], length, p.dst[rows] * size, p.dst[inner] * size,
@@ -605,28 +607,170 @@ inline void copy_strided(extents_t shape, dtype type, const void* src, extents_t
                     static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), detail::settings_for(bytes));
 }
 
+namespace detail {
+// Converts n contiguous elements: with the typed loop of convert.hpp where
+// the pair has one, else with store(load()) for each.
+struct run_converter {
+  convert_fn typed;
+  dtype from, to;
+
+  void operator()(std::byte* dst, const std::byte* src, std::int64_t n) const {
+    if (typed) return typed(dst, src, n);
+    const auto from_size = std::int64_t(from.itemsize()), to_size = std::int64_t(to.itemsize());
+    for (std::int64_t i = 0; i < n; ++i) store(to, dst + i * to_size, load(from, src + i * from_size));
+  }
+};
+
+// copy_row for elements of `size` bytes, any size.
+inline void copy_row_of(std::int64_t size, std::byte* dst, const std::byte* src, std::int64_t length,
+                        std::int64_t dst_step, std::int64_t src_step) {
+  switch (size) {
+    case 1: return copy_row<1>(dst, src, length, dst_step, src_step);
+    case 2: return copy_row<2>(dst, src, length, dst_step, src_step);
+    case 4: return copy_row<4>(dst, src, length, dst_step, src_step);
+    case 8: return copy_row<8>(dst, src, length, dst_step, src_step);
+    default:
+      for (std::int64_t i = 0; i < length; ++i) std::memcpy(dst + i * dst_step, src + i * src_step, std::size_t(size));
+  }
+}
+
+// Casts go through buffers of this many elements: a tile of 32 x 32, or a
+// piece of a strided row, gathered in the source's dtype, converted by one
+// call of the run converter, then written out.
+inline constexpr std::int64_t cast_tile_edge = 32, cast_buffer = cast_tile_edge * cast_tile_edge;
+
+// A block as in copy_tiles, cast: the source elements (SrcSize bytes) of a
+// tile are transposed into a buffer as in copy_tiles, converted as one run,
+// and each destination row written from the result (to_size bytes).
+template <std::size_t SrcSize>
+void cast_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols, std::int64_t dst_row,
+                std::int64_t dst_col, std::int64_t src_row, std::int64_t src_col, std::int64_t to_size,
+                const run_converter& convert) {
+  constexpr std::int64_t edge = cast_tile_edge, size = std::int64_t(SrcSize);
+  alignas(64) std::byte gathered[cast_buffer * SrcSize];
+  alignas(64) std::byte converted[cast_buffer * 8];
+  const bool prefetch = src_row == size;  // as copy_tiles does, two tiles ahead
+  for (std::int64_t c0 = 0; c0 < cols; c0 += edge) {
+    const std::int64_t n_cols = std::min(cols - c0, edge);
+    for (std::int64_t r0 = 0; r0 < rows; r0 += edge) {
+      const std::int64_t n_rows = std::min(rows - r0, edge);
+      const std::byte* s = src + r0 * src_row + c0 * src_col;
+      if (prefetch && r0 + 2 * edge < rows)
+        for (std::int64_t c = 0; c < n_cols; ++c)
+          for (std::int64_t i = 0; i < edge * size; i += cache_line) __builtin_prefetch(s + 2 * edge * size + c * src_col + i, 0);
+      copy_block<SrcSize>(gathered, edge * size, size, s, src_row, src_col, n_rows, n_cols);
+      convert(converted, gathered, n_rows * edge);  // whole buffer rows: the unused ends are converted, not written
+      std::byte* d = dst + r0 * dst_row + c0 * dst_col;
+      for (std::int64_t r = 0; r < n_rows; ++r) {
+        const std::byte* row = converted + r * edge * to_size;
+        if (dst_col == to_size)
+          std::memcpy(d + r * dst_row, row, std::size_t(n_cols * to_size));
+        else
+          copy_row_of(to_size, d + r * dst_row, row, n_cols, dst_col, to_size);
+      }
+    }
+  }
+}
+
+// cast_strided over a coalesced plan: contiguous rows converted in place,
+// transposes in tiles (cast_tiles), other rows in pieces gathered into a
+// buffer, converted, and scattered.
+template <std::size_t SrcSize>
+void cast_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const run_converter& convert) {
+  constexpr auto from_size = std::int64_t(SrcSize);
+  const auto to_size = std::int64_t(convert.to.itemsize());
+  if (p.ndim == 0) return convert(dst, src, 1);
+  for (std::int32_t axis = 0; axis < p.ndim; ++axis)
+    if (p.dst[axis] < 0) reverse_axis(p, axis, to_size, from_size, dst, src);
+  const std::int32_t inner = p.ndim - 1;
+  const std::int64_t length = p.extent[inner];
+  if (p.dst[inner] == 1 && p.src[inner] == 1) {
+    for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) {
+      convert(dst + d * to_size, src + s * from_size, length);
+    });
+    return;
+  }
+  const std::int32_t axis = tile_axis(p);
+  if (axis >= 0 && p.extent[axis] >= 8 && length >= 8) {
+    for (std::int32_t i = axis; i < inner - 1; ++i) {
+      std::swap(p.extent[i], p.extent[i + 1]);
+      std::swap(p.dst[i], p.dst[i + 1]);
+      std::swap(p.src[i], p.src[i + 1]);
+    }
+    const std::int32_t rows = inner - 1;
+    if (p.src[rows] < 0) reverse_axis(p, rows, to_size, from_size, dst, src);
+    for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
+      cast_tiles<SrcSize>(dst + d * to_size, src + s * from_size, p.extent[rows], length, p.dst[rows] * to_size,
+                          p.dst[inner] * to_size, p.src[rows] * from_size, p.src[inner] * from_size, to_size,
+                          convert);
+    });
+    return;
+  }
+  alignas(64) std::byte gathered[cast_buffer * SrcSize];
+  alignas(64) std::byte converted[cast_buffer * 8];
+  const std::int64_t dst_step = p.dst[inner] * to_size, src_step = p.src[inner] * from_size;
+  for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) {
+    for (std::int64_t first = 0; first < length; first += cast_buffer) {
+      const std::int64_t n = std::min(length - first, cast_buffer);
+      copy_row<SrcSize>(gathered, src + s * from_size + first * src_step, n, from_size, src_step);
+      convert(converted, gathered, n);
+      copy_row_of(to_size, dst + d * to_size + first * dst_step, converted, n, dst_step, to_size);
+    }
+  });
+}
+
+// cast_strided's work over its plan (elements of 1, 2, 4 or 8 bytes on both
+// sides), split into `parts` pieces.
+inline void cast_plan(const strided_plan& plan, const run_converter& convert, std::byte* dst, const std::byte* src,
+                      unsigned parts) {
+  const auto from_size = std::int64_t(convert.from.itemsize()), to_size = std::int64_t(convert.to.itemsize());
+  for_each_part(plan, parts, [&](const strided_plan& part, std::int64_t dst_offset, std::int64_t src_offset) {
+    std::byte* d = dst + dst_offset * to_size;
+    const std::byte* s = src + src_offset * from_size;
+    switch (from_size) {
+      case 1: return cast_by_plan<1>(part, d, s, convert);
+      case 2: return cast_by_plan<2>(part, d, s, convert);
+      case 4: return cast_by_plan<4>(part, d, s, convert);
+      default: return cast_by_plan<8>(part, d, s, convert);
+    }
+  });
+}
+}  // namespace detail
+
 // Converts the elements of `shape` from one dtype to another (see store() for
-// the rounding and overflow rules).
+// the rounding and overflow rules). Large casts are split among
+// copy_threads() threads, as copies are.
 inline void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_strides, dtype to,
                          void* dst, extents_t dst_strides) {
   const auto count = element_count(shape);
   if (!count || *count == 0) return;
   auto* d = static_cast<std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
-  // Packed sub-byte operands are contiguous: address them by element index.
-  auto address = [](auto* base, dtype t, std::int64_t offset) {
-    return t.is_subbyte() ? base : base + offset * std::int64_t(t.itemsize());
+  const auto word = [](dtype t) {
+    const std::size_t n = t.itemsize();
+    return !t.is_subbyte() && (n == 1 || n == 2 || n == 4 || n == 8);
   };
-  auto index = [](dtype t, std::int64_t offset) { return t.is_subbyte() ? offset : 0; };
-  detail::for_each_row(shape, dst_strides, src_strides,
-                       [&](std::int64_t dst_offset, std::int64_t src_offset, std::int64_t length,
-                           std::int64_t dst_step, std::int64_t src_step) {
-                         for (std::int64_t i = 0; i < length; ++i) {
-                           const std::int64_t so = src_offset + i * src_step, dof = dst_offset + i * dst_step;
-                           store(to, address(d, to, dof), load(from, address(s, from, so), index(from, so)),
-                                 index(to, dof));
-                         }
-                       });
+  if (!word(from) || !word(to)) {
+    // Packed sub-byte operands are contiguous: address them by element index.
+    // complex128 and odd sizes (vectors of 3 lanes) are rare enough to go one
+    // element at a time.
+    auto address = [](auto* base, dtype t, std::int64_t offset) {
+      return t.is_subbyte() ? base : base + offset * std::int64_t(t.itemsize());
+    };
+    auto index = [](dtype t, std::int64_t offset) { return t.is_subbyte() ? offset : 0; };
+    return detail::for_each_row(shape, dst_strides, src_strides,
+                                [&](std::int64_t dst_offset, std::int64_t src_offset, std::int64_t length,
+                                    std::int64_t dst_step, std::int64_t src_step) {
+                                  for (std::int64_t i = 0; i < length; ++i) {
+                                    const std::int64_t so = src_offset + i * src_step, dof = dst_offset + i * dst_step;
+                                    store(to, address(d, to, dof), load(from, address(s, from, so), index(from, so)),
+                                          index(to, dof));
+                                  }
+                                });
+  }
+  const auto bytes = *count * std::int64_t(std::max(from.itemsize(), to.itemsize()));
+  detail::cast_plan(detail::make_strided_plan(shape, dst_strides, src_strides), {converter(from, to), from, to}, d, s,
+                    detail::copy_parts(bytes));
 }
 
 // A new C-contiguous host tensor holding src's values converted to `to`.
