@@ -120,3 +120,23 @@ def test_group_script_runs_alone(script):
     assert sorted(rows) == sorted(EXCHANGE), result.stdout
     for name in EXCHANGE:
         check_row(name, rows[name], may_skip="torch" in name)
+
+
+def test_copy_engine_builds_and_prints_every_row():
+    # The engine benchmark (benchmarks/copy_engine.py) compiles against the
+    # installed headers; its rows, each with a bandwidth and a ratio.
+    if shutil.which(os.environ.get("CXX", "c++").split()[0]) is None:
+        pytest.skip("no C++ compiler: copy_engine.py builds its program with one")
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "copy_engine.py"), "--quick"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if re.match(r"\| \d+ MiB f(32|64) \|", line)]
+    for size in ("2 MiB", "128 MiB"):
+        for dtype in ("f32", "f64"):
+            names = [line.split("|")[2].strip() for line in lines if line.startswith(f"| {size} {dtype} |")]
+            assert names[:2] == ["memcpy", "16-byte loads and stores"], result.stdout
+            assert "transpose, power-of-two rows, as copy_strided chooses" in names, result.stdout
+            assert "transpose, rows padded, 16-byte, streaming" in names, result.stdout
+    for line in lines:
+        gbps, ratio = (float(cell) for cell in line.strip("|").split("|")[2:4])
+        assert gbps > 0 and ratio > 0, line

@@ -1,0 +1,127 @@
+// The CPU copy engine's tile loops against memcpy on one machine: what limits
+// transposes there, measured (docs/performance.md, "CPU copies"). Built and run
+// by benchmarks/copy_engine.py against the installed headers.
+//
+// For 2 MiB (from the caches) and 128 MiB (from memory) of float32 and
+// float64, on buffers already in memory (no page faults), it times memcpy and
+// a loop of plain 16-byte loads and stores, then 2-D transposes of a
+// power-of-two shape and of the same shape with rows 16 elements longer (a
+// stride that is not a power of two), with each of the engine's settings:
+// 16-byte or AVX2 tiles (where the CPU has AVX2), tiles for the caches or
+// streaming stores and tiles for memory, one thread or copy_threads(). Every
+// figure is the minimum of interleaved samples, as bytes copied per second,
+// and its ratio to memcpy's minimum.
+//
+//   copy_engine [--quick]
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include "dlbridge/host_copy.hpp"
+
+namespace {
+using clock_type = std::chrono::steady_clock;
+
+// Memory touched once, with huge pages asked for where Linux has them.
+struct buffer {
+  std::byte* data;
+  explicit buffer(std::size_t bytes) {
+    data = static_cast<std::byte*>(std::aligned_alloc(std::size_t(2) << 20, bytes));
+    if (!data) std::abort();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(data, bytes, MADV_HUGEPAGE);
+#endif
+    for (std::size_t i = 0; i < bytes; ++i) data[i] = std::byte(i * 2654435761u >> 24);
+  }
+  ~buffer() { std::free(data); }
+  buffer(const buffer&) = delete;
+  buffer& operator=(const buffer&) = delete;
+};
+
+// A copy through plain 16-byte loads and stores: what a store that reads its
+// cache line first (unlike memcpy's `rep movsb` or streaming stores) allows.
+void plain_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; i += 64)
+    for (std::size_t k = 0; k < 64; k += 16) dlb::detail::copy_run<16>(dst + i + k, src + i + k);
+}
+
+struct row {
+  std::string name;
+  std::function<void()> run;
+  double best = 1e30;
+};
+
+double seconds(const std::function<void()>& f, int calls) {
+  const auto start = clock_type::now();
+  for (int i = 0; i < calls; ++i) f();
+  return std::chrono::duration<double>(clock_type::now() - start).count() / calls;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const std::int64_t mib = 1 << 20;
+  std::printf("| size | what | GB/s | / memcpy |\n| --- | --- | ---: | ---: |\n");
+  for (const std::int64_t bytes : {2 * mib, 128 * mib}) {
+    for (const std::int64_t size : {4, 8}) {
+      const std::int64_t count = bytes / size, exponent = std::countr_zero(std::uint64_t(count));
+      const std::int64_t rows = std::int64_t(1) << (exponent / 2), cols = count / rows;  // the source's shape
+      const std::int64_t pad = 16;
+      buffer src(std::size_t((rows * (cols + pad) + pad) * size)), dst(std::size_t((cols * (rows + pad) + pad) * size));
+      const dlb::dtype type{dlb::kDLFloat, std::uint8_t(size * 8), 1};
+      std::vector<row> table;
+      table.push_back({"memcpy", [&] { std::memcpy(dst.data, src.data, std::size_t(bytes)); }});
+      table.push_back({"16-byte loads and stores", [&] { plain_copy(dst.data, src.data, std::size_t(bytes)); }});
+      for (const std::int64_t extra : {std::int64_t(0), pad}) {
+        // dst (cols, rows) = the transpose of src (rows, cols), rows `extra` elements longer on both sides.
+        const std::int64_t shape[] = {cols, rows}, src_strides[] = {1, cols + extra}, dst_strides[] = {rows + extra, 1};
+        const auto plan = dlb::detail::make_strided_plan(shape, dst_strides, src_strides);
+        const std::string layout = extra ? "transpose, rows padded" : "transpose, power-of-two rows";
+        for (const bool streaming : {false, true}) {
+          for (const bool avx2 : {false, true}) {
+            if (avx2 && !dlb::detail::has_avx2()) continue;
+            std::vector<unsigned> pieces{1};
+            if (dlb::copy_threads() > 1 && bytes >= 8 * mib) pieces.push_back(dlb::copy_threads());
+            for (const unsigned parts : pieces) {
+              const dlb::detail::copy_settings how{parts, streaming, avx2};
+              table.push_back({layout + (avx2 ? ", AVX2" : ", 16-byte") + (streaming ? ", streaming" : ", cached") +
+                                   (parts > 1 ? ", " + std::to_string(parts) + " threads" : ""),
+                               [&, plan, how] {
+                                 dlb::detail::copy_plan(plan, std::size_t(size), dst.data, src.data, how);
+                               }});
+            }
+          }
+        }
+        table.push_back({layout + ", as copy_strided chooses", [&, plan] {
+                           dlb::detail::copy_plan(plan, std::size_t(size), dst.data, src.data,
+                                                  dlb::detail::settings_for(bytes));
+                         }});
+      }
+      // Interleaved: each round runs every row once (several calls where they
+      // are short), after one call untimed: the row before may have left the
+      // caches in another state (streaming stores empty them of the output).
+      const int calls = bytes <= 8 * mib ? 16 : 1, rounds = quick ? 2 : (bytes <= 8 * mib ? 30 : 6);
+      for (int round = 0; round < rounds; ++round)
+        for (auto& r : table) {
+          r.run();
+          r.best = std::min(r.best, seconds(r.run, calls));
+        }
+      for (const auto& r : table)
+        std::printf("| %lld MiB f%lld | %s | %.1f | %.2f |\n", static_cast<long long>(bytes / mib),
+                    static_cast<long long>(size * 8), r.name.c_str(), double(bytes) / r.best / 1e9,
+                    table[0].best / r.best);
+    }
+  }
+  return 0;
+}
