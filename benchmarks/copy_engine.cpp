@@ -3,14 +3,15 @@
 // by benchmarks/copy_engine.py against the installed headers.
 //
 // For 2 MiB (from the caches) and 128 MiB (from memory) of float32 and
-// float64, on buffers already in memory (no page faults), it times memcpy and
-// a loop of plain 16-byte loads and stores, then 2-D transposes of a
-// power-of-two shape and of the same shape with rows 16 elements longer (a
-// stride that is not a power of two), with each of the engine's settings:
-// 16-byte or AVX2 tiles (where the CPU has AVX2), tiles for the caches or
-// streaming stores and tiles for memory, one thread or copy_threads(). Every
-// figure is the minimum of interleaved samples, as bytes copied per second,
-// and its ratio to memcpy's minimum.
+// float64 it times: memcpy and a loop of plain 16-byte loads and stores, on
+// buffers already in memory; copy_strided's contiguous copy and transpose
+// into new memory, page faults included, as Array.copy() pays them; then 2-D
+// transposes of a power-of-two shape, and of the same shape with rows 16
+// elements longer (strides that are not powers of two), with each of the
+// engine's settings: 16-byte or AVX2 tiles (where the CPU has AVX2), tiles
+// for the caches or streaming stores and tiles for memory, one thread or
+// copy_threads(). Every figure is the minimum of interleaved samples, as
+// bytes copied per second, and its ratio to memcpy's minimum.
 //
 //   copy_engine [--quick]
 #include <algorithm>
@@ -83,6 +84,18 @@ int main(int argc, char** argv) {
       std::vector<row> table;
       table.push_back({"memcpy", [&] { std::memcpy(dst.data, src.data, std::size_t(bytes)); }});
       table.push_back({"16-byte loads and stores", [&] { plain_copy(dst.data, src.data, std::size_t(bytes)); }});
+      // Into memory not touched yet, as Array.copy() writes: its pages are
+      // faulted in (and zeroed by the system) as the copy first writes them.
+      const std::int64_t flat[] = {count}, unit[] = {1};
+      table.push_back({"copy_strided into new memory", [&] {
+                         auto out = dlb::tensor::empty(flat, type);
+                         dlb::copy_strided(flat, type, src.data, unit, out.data(), unit);
+                       }});
+      table.push_back({"transpose, power-of-two rows, into new memory", [&] {
+                         const std::int64_t shape[] = {cols, rows}, strides[] = {1, cols};
+                         auto out = dlb::tensor::empty(shape, type);
+                         dlb::copy_strided(shape, type, src.data, strides, out.data(), out.strides());
+                       }});
       for (const std::int64_t extra : {std::int64_t(0), pad}) {
         // dst (cols, rows) = the transpose of src (rows, cols), rows `extra` elements longer on both sides.
         const std::int64_t shape[] = {cols, rows}, src_strides[] = {1, cols + extra}, dst_strides[] = {rows + extra, 1};
