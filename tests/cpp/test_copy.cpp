@@ -377,9 +377,7 @@ TEST_CASE("copy: the machine's caches and CPUs") {
   CHECK(parse_cache_size("K") == 0);
   const auto& cpu = dlb::detail::host_cpu();
   CHECK(cpu.cpus >= 1);
-  CHECK(cpu.cache_line >= 16);
-  CHECK(cpu.l1d >= 1024);
-  CHECK(cpu.last_level >= cpu.l1d);
+  CHECK(cpu.last_level >= 1024);
   // A copy streams when its output would fill half the last-level cache.
   CHECK_FALSE(dlb::detail::streams(std::int64_t(cpu.last_level / 2)));
   CHECK(dlb::detail::streams(std::int64_t(cpu.last_level / 2) + 1));

@@ -1,9 +1,10 @@
-// What this machine's CPUs report at run time: the sizes of their data
-// caches and how many CPUs this process may run on. The copy engine
+// What this machine's CPUs report at run time: the size of their last-level
+// cache and how many CPUs this process may run on. The copy engine
 // (host_copy.hpp) takes its streaming-store threshold and its thread count
 // from them, so that one build behaves well on whatever machine runs it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <thread>
@@ -18,13 +19,10 @@
 namespace dlb::detail {
 
 struct cpu_info {
-  // Bytes. The defaults are what most x86-64 and Arm servers have, used where
-  // the system says nothing.
-  std::size_t cache_line = 64;
-  std::size_t l1d = std::size_t(32) << 10;
-  std::size_t l2 = std::size_t(512) << 10;
-  std::size_t last_level = std::size_t(8) << 20;  // the largest cache this CPU has a share of
-  unsigned cpus = 1;                              // CPUs this process may run on
+  // The largest cache this CPU has a share of, in bytes; 8 MiB where the
+  // system says nothing.
+  std::size_t last_level = std::size_t(8) << 20;
+  unsigned cpus = 1;  // CPUs this process may run on
 };
 
 // "48K", "1024K", "32M" (sysfs's cache sizes) in bytes; 0 if unreadable.
@@ -61,29 +59,20 @@ inline bool read_line(const char* path, char (&line)[64]) {
   // Linux reports each cache of CPU 0 in its own folder (index0, index1, ...).
   std::size_t largest = 0;
   for (int index = 0; index < 8; ++index) {
-    char path[96], level[64], type[64], size[64], line[64];
+    char path[96], type[64], size[64];
     const auto file = [&](const char* name) {
       std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
       return path;
     };
-    if (!read_line(file("level"), level) || !read_line(file("type"), type) || !read_line(file("size"), size)) break;
+    if (!read_line(file("type"), type) || !read_line(file("size"), size)) break;
     if (type[0] == 'I') continue;  // "Instruction"; "Data" and "Unified" hold data
-    const std::size_t bytes = parse_cache_size(size);
-    if (bytes == 0) continue;
-    if (level[0] == '1') info.l1d = bytes;
-    if (level[0] == '2') info.l2 = bytes;
-    if (bytes > largest) largest = bytes;
-    if (read_line(file("coherency_line_size"), line) && parse_cache_size(line) != 0)
-      info.cache_line = parse_cache_size(line);
+    largest = std::max(largest, parse_cache_size(size));
   }
-#if defined(_SC_LEVEL1_DCACHE_SIZE)
+#if defined(_SC_LEVEL3_CACHE_SIZE)
   // glibc's own reading of the CPU, where sysfs has none (some containers).
-  if (largest == 0) {
-    if (const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE); v > 0) info.l1d = std::size_t(v);
-    if (const long v = sysconf(_SC_LEVEL2_CACHE_SIZE); v > 0) info.l2 = std::size_t(v);
-    if (const long v = sysconf(_SC_LEVEL3_CACHE_SIZE); v > 0) largest = std::size_t(v);
-    if (const long v = sysconf(_SC_LEVEL1_DCACHE_LINESIZE); v > 0) info.cache_line = std::size_t(v);
-  }
+  if (largest == 0)
+    for (const int level : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
+      if (const long v = sysconf(level); v > 0 && largest == 0) largest = std::size_t(v);
 #endif
   if (largest != 0) info.last_level = largest;
   // The CPUs this process may use (taskset, cgroup cpusets), not all the machine has.

@@ -4,7 +4,8 @@
 // How copy_strided runs. dlb::coalesce merges the axes and orders them by the
 // destination's strides, and axes the destination walks backwards are turned
 // around (the order of the writes is free since the operands do not overlap).
-// Then, by the innermost axis:
+// Copies of 8 MiB and more are split along one axis among threads
+// (for_each_part). Then, by the innermost axis:
 // - contiguous on both sides: one memcpy per row, and a single memcpy when
 //   the whole array is one run;
 // - strided in the source while another axis is walked more closely there
@@ -12,10 +13,13 @@
 //   so that both sides use whole cache lines; element by element, the source
 //   or the destination would touch one cache line, and on large arrays one
 //   page, per element. 4- and 8-byte elements move through 16-byte vectors,
-//   and the next tile is prefetched, which pays on arrays beyond the caches;
+//   or 32-byte ones where the CPU has AVX2; the tiles' shape depends on
+//   whether the output fits the caches, and larger outputs are written with
+//   streaming stores (see streams());
 // - otherwise (gaps, broadcasts, narrow blocks): an element loop along the
 //   innermost axis.
-// Elements are moved as opaque bytes of their size, one thread per copy.
+// Elements are moved as opaque bytes of their size. cast_strided walks the
+// same way, converting runs of elements with convert.hpp's typed loops.
 #pragma once
 
 #include <algorithm>
