@@ -91,6 +91,24 @@ inline void reverse_axis(strided_plan& p, std::int32_t axis, std::int64_t dst_si
   p.src[axis] = -p.src[axis];
 }
 
+// Blocks narrower than a few elements copy faster as rows than in tiles: a
+// few passes over the source, each reading it in order (measured).
+inline constexpr std::int64_t min_tile_extent = 8;
+
+// Moves `axis` of p next to the innermost one, the others keeping their
+// order, and turns it around if the source walks it backwards: the rows of
+// the blocks copy_tiles and cast_tiles take.
+inline void make_rows_axis(strided_plan& p, std::int32_t axis, std::int64_t dst_size, std::int64_t src_size,
+                           std::byte*& dst, const std::byte*& src) {
+  const std::int32_t rows = p.ndim - 2;
+  for (std::int32_t i = axis; i < rows; ++i) {
+    std::swap(p.extent[i], p.extent[i + 1]);
+    std::swap(p.dst[i], p.dst[i + 1]);
+    std::swap(p.src[i], p.src[i + 1]);
+  }
+  if (p.src[rows] < 0) reverse_axis(p, rows, dst_size, src_size, dst, src);
+}
+
 // The axis to tile with the innermost one: the one the source walks most
 // closely (smallest non-zero |stride|), if it does so more closely than the
 // innermost axis; -1 if there is none.
@@ -467,19 +485,10 @@ void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const co
     });
     return;
   }
-  // Blocks narrower than a few elements copy faster as rows: a few passes
-  // over the source, each reading it in order (measured).
-  constexpr std::int64_t min_tile_extent = 8;
   const std::int32_t axis = tile_axis(p);
   if (axis >= 0 && p.extent[axis] >= min_tile_extent && length >= min_tile_extent) {
-    // Move the tiled axis next to the innermost; the rest keep their order.
-    for (std::int32_t i = axis; i < inner - 1; ++i) {
-      std::swap(p.extent[i], p.extent[i + 1]);
-      std::swap(p.dst[i], p.dst[i + 1]);
-      std::swap(p.src[i], p.src[i + 1]);
-    }
+    make_rows_axis(p, axis, size, size, dst, src);
     const std::int32_t rows = inner - 1;
-    if (p.src[rows] < 0) reverse_axis(p, rows, size, size, dst, src);
     const auto tiles = tiles_for<Size>(how, length);
     for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
       tiles(dst + d * size, src + s * size, p.extent[rows], length, p.dst[rows] * size, p.dst[inner] * size,
@@ -564,6 +573,7 @@ void for_each_part(const strided_plan& p, unsigned parts, F&& f) {
   run(0);
   for (auto& t : threads) t.join();
 }
+
 // The settings copy_strided uses for a copy writing `bytes`.
 [[nodiscard]] inline copy_settings settings_for(std::int64_t bytes) {
   return {copy_parts(bytes), streams(bytes), has_avx2()};
@@ -651,7 +661,7 @@ void cast_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
                 std::int64_t dst_col, std::int64_t src_row, std::int64_t src_col, std::int64_t to_size,
                 const run_converter& convert) {
   constexpr std::int64_t edge = cast_tile_edge, size = std::int64_t(SrcSize);
-  alignas(64) std::byte gathered[cast_buffer * SrcSize];
+  alignas(64) std::byte gathered[cast_buffer * SrcSize] = {};  // what partial tiles leave is converted too
   alignas(64) std::byte converted[cast_buffer * 8];
   const bool prefetch = src_row == size;  // as copy_tiles does, two tiles ahead
   for (std::int64_t c0 = 0; c0 < cols; c0 += edge) {
@@ -661,9 +671,10 @@ void cast_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
       const std::byte* s = src + r0 * src_row + c0 * src_col;
       if (prefetch && r0 + 2 * edge < rows)
         for (std::int64_t c = 0; c < n_cols; ++c)
-          for (std::int64_t i = 0; i < edge * size; i += cache_line) __builtin_prefetch(s + 2 * edge * size + c * src_col + i, 0);
+          for (std::int64_t i = 0; i < edge * size; i += cache_line)
+            __builtin_prefetch(s + 2 * edge * size + c * src_col + i, 0);
       copy_block<SrcSize>(gathered, edge * size, size, s, src_row, src_col, n_rows, n_cols);
-      convert(converted, gathered, n_rows * edge);  // whole buffer rows: the unused ends are converted, not written
+      convert(converted, gathered, n_rows * edge);  // whole buffer rows: the ends past n_cols are not written out
       std::byte* d = dst + r0 * dst_row + c0 * dst_col;
       for (std::int64_t r = 0; r < n_rows; ++r) {
         const std::byte* row = converted + r * edge * to_size;
@@ -695,14 +706,9 @@ void cast_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const ru
     return;
   }
   const std::int32_t axis = tile_axis(p);
-  if (axis >= 0 && p.extent[axis] >= 8 && length >= 8) {
-    for (std::int32_t i = axis; i < inner - 1; ++i) {
-      std::swap(p.extent[i], p.extent[i + 1]);
-      std::swap(p.dst[i], p.dst[i + 1]);
-      std::swap(p.src[i], p.src[i + 1]);
-    }
+  if (axis >= 0 && p.extent[axis] >= min_tile_extent && length >= min_tile_extent) {
+    make_rows_axis(p, axis, to_size, from_size, dst, src);
     const std::int32_t rows = inner - 1;
-    if (p.src[rows] < 0) reverse_axis(p, rows, to_size, from_size, dst, src);
     for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
       cast_tiles<SrcSize>(dst + d * to_size, src + s * from_size, p.extent[rows], length, p.dst[rows] * to_size,
                           p.dst[inner] * to_size, p.src[rows] * from_size, p.src[inner] * from_size, to_size,
