@@ -317,6 +317,16 @@ template <std::size_t Size>
 inline constexpr tile_shape streaming_tile{std::max<std::int64_t>(1, cache_line / std::int64_t(Size)),
                                            2 * cache_line / std::int64_t(Size), 4};
 
+// A block of rows x cols elements, (r, c) at dst + r * dst_row + c * dst_col
+// and src + r * src_row + c * src_col (steps in bytes), as copy_tiles and
+// cast_tiles take it: the columns are the destination's innermost axis, the
+// rows the axis the source walks most closely.
+struct block {
+  std::byte* dst;
+  const std::byte* src;
+  std::int64_t rows, cols, dst_row, dst_col, src_row, src_col;
+};
+
 // Copies the rows x cols block whose element (r, c) is at
 // src + r * src_row + c * src_col to dst + r * dst_row + c * dst_col (steps in
 // bytes), a few source rows (c) at a time, each read from start to end.
@@ -379,16 +389,12 @@ void transpose_tile(std::byte* staging, const std::byte* src, std::int64_t src_c
     }
 }
 
-// Copies a rows x cols block in tiles of the given shape; element (r, c) is
-// at dst + r * dst_row + c * dst_col and src + r * src_row + c * src_col
-// (steps in bytes). The columns are the destination's innermost axis, the
-// rows the axis the source walks most closely. With `streaming`, whole tile
+// Copies a block in tiles of the given shape. With `streaming`, whole tile
 // rows are written with streaming stores where the destination is 16-byte
 // aligned.
 template <std::size_t Size, tile_shape Tile, std::size_t Vector = 16>
-void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols,
-                std::int64_t dst_row, std::int64_t dst_col, std::int64_t src_row, std::int64_t src_col,
-                bool streaming) {
+void copy_tiles(const block& b, bool streaming) {
+  const auto [dst, src, rows, cols, dst_row, dst_col, src_row, src_col] = b;
   constexpr auto size = std::int64_t(Size);
   constexpr std::int64_t run_bytes = Tile.rows * size, row_bytes = Tile.cols * size;
   // With power-of-two strides the rows of a tile all fall in the same few
@@ -438,10 +444,8 @@ void copy_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
 #if defined(DLB_AVX2)
 // copy_tiles with 32-byte vectors, all of it compiled for AVX2.
 template <std::size_t Size, tile_shape Tile>
-DLB_AVX2 __attribute__((flatten)) void copy_tiles_avx2(std::byte* dst, const std::byte* src, std::int64_t rows,
-                                                        std::int64_t cols, std::int64_t dst_row, std::int64_t dst_col,
-                                                        std::int64_t src_row, std::int64_t src_col, bool streaming) {
-  copy_tiles<Size, Tile, 32>(dst, src, rows, cols, dst_row, dst_col, src_row, src_col, streaming);
+DLB_AVX2 __attribute__((flatten)) void copy_tiles_avx2(const block& b, bool streaming) {
+  copy_tiles<Size, Tile, 32>(b, streaming);
 }
 #endif
 
@@ -470,35 +474,51 @@ template <std::size_t Size>
   return how.streaming ? copy_tiles<Size, streaming_tile<Size>> : copy_tiles<Size, cached_tile<Size>>;
 }
 
-// copy_strided for elements of Size bytes over a coalesced plan.
-template <std::size_t Size>
-void copy_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const copy_settings& how) {
-  constexpr auto size = std::int64_t(Size);
-  if (p.ndim == 0) return copy_element<Size>(dst, src);
+// The walk of a coalesced plan (not 0-d) that copies and casts share, with
+// elements of dst_size and src_size bytes: axes the destination walks
+// backwards are turned around, then by the innermost axis, for every index
+// of the others:
+// - runs(dst, src, length) where it is contiguous on both sides;
+// - tiles(block) over it and the axis the source walks most closely, where
+//   that is another one (a transpose or permutation) and both are at least
+//   min_tile_extent long;
+// - else rows(dst, src, length, dst_step, src_step), steps in bytes.
+template <class Runs, class Tiles, class Rows>
+void walk_plan(strided_plan p, std::int64_t dst_size, std::int64_t src_size, std::byte* dst, const std::byte* src,
+               Runs&& runs, Tiles&& tiles, Rows&& rows) {
   for (std::int32_t axis = 0; axis < p.ndim; ++axis)
-    if (p.dst[axis] < 0) reverse_axis(p, axis, size, size, dst, src);
+    if (p.dst[axis] < 0) reverse_axis(p, axis, dst_size, src_size, dst, src);
   const std::int32_t inner = p.ndim - 1;
   const std::int64_t length = p.extent[inner];
   if (p.dst[inner] == 1 && p.src[inner] == 1) {
-    for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) {
-      std::memcpy(dst + d * size, src + s * size, std::size_t(length * size));
-    });
+    for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) { runs(dst + d * dst_size, src + s * src_size, length); });
     return;
   }
   const std::int32_t axis = tile_axis(p);
   if (axis >= 0 && p.extent[axis] >= min_tile_extent && length >= min_tile_extent) {
-    make_rows_axis(p, axis, size, size, dst, src);
-    const std::int32_t rows = inner - 1;
-    const auto tiles = tiles_for<Size>(how, length);
-    for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
-      tiles(dst + d * size, src + s * size, p.extent[rows], length, p.dst[rows] * size, p.dst[inner] * size,
-            p.src[rows] * size, p.src[inner] * size, how.streaming);
+    make_rows_axis(p, axis, dst_size, src_size, dst, src);
+    const std::int32_t r = inner - 1;
+    for_each_outer(p, r, [&](std::int64_t d, std::int64_t s) {
+      tiles(block{dst + d * dst_size, src + s * src_size, p.extent[r], length, p.dst[r] * dst_size,
+                  p.dst[inner] * dst_size, p.src[r] * src_size, p.src[inner] * src_size});
     });
     return;
   }
   for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) {
-    copy_row<Size>(dst + d * size, src + s * size, length, p.dst[inner] * size, p.src[inner] * size);
+    rows(dst + d * dst_size, src + s * src_size, length, p.dst[inner] * dst_size, p.src[inner] * src_size);
   });
+}
+
+// copy_strided for elements of Size bytes over a coalesced plan.
+template <std::size_t Size>
+void copy_by_plan(const strided_plan& p, std::byte* dst, const std::byte* src, const copy_settings& how) {
+  constexpr auto size = std::int64_t(Size);
+  if (p.ndim == 0) return copy_element<Size>(dst, src);
+  walk_plan(
+      p, size, size, dst, src,
+      [](std::byte* d, const std::byte* s, std::int64_t length) { std::memcpy(d, s, std::size_t(length * size)); },
+      [&](const block& b) { tiles_for<Size>(how, b.cols)(b, how.streaming); },
+      copy_row<Size>);
 }
 
 inline std::atomic<unsigned> copy_thread_limit{0};  // 0: the default, copy_threads()
@@ -653,13 +673,12 @@ inline void copy_row_of(std::int64_t size, std::byte* dst, const std::byte* src,
 // call of the run converter, then written out.
 inline constexpr std::int64_t cast_tile_edge = 32, cast_buffer = cast_tile_edge * cast_tile_edge;
 
-// A block as in copy_tiles, cast: the source elements (SrcSize bytes) of a
-// tile are transposed into a buffer as in copy_tiles, converted as one run,
-// and each destination row written from the result (to_size bytes).
+// A block as copy_tiles takes it, cast: the source elements (SrcSize bytes)
+// of a tile are transposed into a buffer as in copy_tiles, converted as one
+// run, and each destination row written from the result (to_size bytes).
 template <std::size_t SrcSize>
-void cast_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols, std::int64_t dst_row,
-                std::int64_t dst_col, std::int64_t src_row, std::int64_t src_col, std::int64_t to_size,
-                const run_converter& convert) {
+void cast_tiles(const block& b, std::int64_t to_size, const run_converter& convert) {
+  const auto [dst, src, rows, cols, dst_row, dst_col, src_row, src_col] = b;
   constexpr std::int64_t edge = cast_tile_edge, size = std::int64_t(SrcSize);
   alignas(64) std::byte gathered[cast_buffer * SrcSize] = {};  // what partial tiles leave is converted too
   alignas(64) std::byte converted[cast_buffer * 8];
@@ -687,46 +706,27 @@ void cast_tiles(std::byte* dst, const std::byte* src, std::int64_t rows, std::in
   }
 }
 
-// cast_strided over a coalesced plan: contiguous rows converted in place,
+// cast_strided over a coalesced plan: contiguous runs converted in place,
 // transposes in tiles (cast_tiles), other rows in pieces gathered into a
 // buffer, converted, and scattered.
 template <std::size_t SrcSize>
-void cast_by_plan(strided_plan p, std::byte* dst, const std::byte* src, const run_converter& convert) {
+void cast_by_plan(const strided_plan& p, std::byte* dst, const std::byte* src, const run_converter& convert) {
   constexpr auto from_size = std::int64_t(SrcSize);
   const auto to_size = std::int64_t(convert.to.itemsize());
   if (p.ndim == 0) return convert(dst, src, 1);
-  for (std::int32_t axis = 0; axis < p.ndim; ++axis)
-    if (p.dst[axis] < 0) reverse_axis(p, axis, to_size, from_size, dst, src);
-  const std::int32_t inner = p.ndim - 1;
-  const std::int64_t length = p.extent[inner];
-  if (p.dst[inner] == 1 && p.src[inner] == 1) {
-    for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) {
-      convert(dst + d * to_size, src + s * from_size, length);
-    });
-    return;
-  }
-  const std::int32_t axis = tile_axis(p);
-  if (axis >= 0 && p.extent[axis] >= min_tile_extent && length >= min_tile_extent) {
-    make_rows_axis(p, axis, to_size, from_size, dst, src);
-    const std::int32_t rows = inner - 1;
-    for_each_outer(p, rows, [&](std::int64_t d, std::int64_t s) {
-      cast_tiles<SrcSize>(dst + d * to_size, src + s * from_size, p.extent[rows], length, p.dst[rows] * to_size,
-                          p.dst[inner] * to_size, p.src[rows] * from_size, p.src[inner] * from_size, to_size,
-                          convert);
-    });
-    return;
-  }
-  alignas(64) std::byte gathered[cast_buffer * SrcSize];
-  alignas(64) std::byte converted[cast_buffer * 8];
-  const std::int64_t dst_step = p.dst[inner] * to_size, src_step = p.src[inner] * from_size;
-  for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) {
-    for (std::int64_t first = 0; first < length; first += cast_buffer) {
-      const std::int64_t n = std::min(length - first, cast_buffer);
-      copy_row<SrcSize>(gathered, src + s * from_size + first * src_step, n, from_size, src_step);
-      convert(converted, gathered, n);
-      copy_row_of(to_size, dst + d * to_size + first * dst_step, converted, n, dst_step, to_size);
-    }
-  });
+  walk_plan(
+      p, to_size, from_size, dst, src, convert,
+      [&](const block& b) { cast_tiles<SrcSize>(b, to_size, convert); },
+      [&](std::byte* d, const std::byte* s, std::int64_t length, std::int64_t dst_step, std::int64_t src_step) {
+        alignas(64) std::byte gathered[cast_buffer * SrcSize];
+        alignas(64) std::byte converted[cast_buffer * 8];
+        for (std::int64_t first = 0; first < length; first += cast_buffer) {
+          const std::int64_t n = std::min(length - first, cast_buffer);
+          copy_row<SrcSize>(gathered, s + first * src_step, n, from_size, src_step);
+          convert(converted, gathered, n);
+          copy_row_of(to_size, d + first * dst_step, converted, n, dst_step, to_size);
+        }
+      });
 }
 
 // cast_strided's work over its plan (elements of 1, 2, 4 or 8 bytes on both
