@@ -75,9 +75,11 @@ inline bool read_line(const char* path, char (&line)[64]) {
       if (const long v = sysconf(level); v > 0 && largest == 0) largest = std::size_t(v);
 #endif
   if (largest != 0) info.last_level = largest;
+#if defined(CPU_COUNT)  // glibc's, with _GNU_SOURCE (which g++ and clang++ define)
   // The CPUs this process may use (taskset, cgroup cpusets), not all the machine has.
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) info.cpus = unsigned(CPU_COUNT(&set));
+#endif
 #endif
   return info;
 }
