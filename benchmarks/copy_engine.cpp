@@ -38,7 +38,9 @@ using clock_type = std::chrono::steady_clock;
 struct buffer {
   std::byte* data;
   explicit buffer(std::size_t bytes) {
-    data = static_cast<std::byte*>(std::aligned_alloc(std::size_t(2) << 20, bytes));
+    const std::size_t page = std::size_t(2) << 20;  // aligned_alloc takes whole multiples of the alignment
+    bytes = (bytes + page - 1) / page * page;
+    data = static_cast<std::byte*>(std::aligned_alloc(page, bytes));
     if (!data) std::abort();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     madvise(data, bytes, MADV_HUGEPAGE);
