@@ -67,7 +67,8 @@ template <class To, class From>
 inline void convert_elements(unsigned char* __restrict dst, const unsigned char* __restrict src, std::int64_t begin,
                              std::int64_t end) noexcept {
   for (std::int64_t i = begin; i < end; ++i)
-    store_as(dst + i * std::int64_t(sizeof(To)), convert<To, From>(load_as<From>(src + i * std::int64_t(sizeof(From)))));
+    store_as(dst + i * std::int64_t(sizeof(To)),
+             convert<To, From>(load_as<From>(src + i * std::int64_t(sizeof(From)))));
 }
 
 // GCC vectorizes at -O2 only loops that need no run-time overlap check

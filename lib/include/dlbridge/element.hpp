@@ -203,7 +203,9 @@ DLB_HOST_DEVICE inline float narrow(double v) {
 #undef DLB_DETAIL_CPU_CONVERTS_NAN
 
 // 2^e for -1022 <= e <= 1023, the normal range: std::ldexp is a library call.
-[[nodiscard]] DLB_HOST_DEVICE inline double pow2(int e) { return from_bits(std::uint64_t(std::uint32_t(e + 1023)) << 52); }
+[[nodiscard]] DLB_HOST_DEVICE inline double pow2(int e) {
+  return from_bits(std::uint64_t(std::uint32_t(e + 1023)) << 52);
+}
 
 // a >= 0 (or NaN) in units of 2^(e - 1075), for a biased double exponent e
 // in [53, 2046], rounded in the current rounding mode (to nearest, ties to
@@ -247,7 +249,8 @@ DLB_HOST_DEVICE inline float narrow(double v) {
     // test; GCC does not vectorize a second test.
     const double top = detail::pow2((1 << f.exponent_bits) - 1 - f.bias);
     const std::uint32_t mantissa_mask = (1u << f.mantissa_bits) - 1;
-    const std::uint64_t special = detail::bits_of(HUGE_VAL) | std::uint64_t((mantissa + mantissa_mask) >> f.mantissa_bits) << 51;
+    const std::uint64_t special =
+        detail::bits_of(HUGE_VAL) | std::uint64_t((mantissa + mantissa_mask) >> f.mantissa_bits) << 51;
     return detail::from_bits((value < top ? detail::bits_of(value) : special) | sign);
   }
   const bool nan = f.kind == k::exponent ? magnitude == f.nan_code()

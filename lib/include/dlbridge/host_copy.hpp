@@ -491,7 +491,8 @@ void walk_plan(strided_plan p, std::int64_t dst_size, std::int64_t src_size, std
   const std::int32_t inner = p.ndim - 1;
   const std::int64_t length = p.extent[inner];
   if (p.dst[inner] == 1 && p.src[inner] == 1) {
-    for_each_outer(p, inner, [&](std::int64_t d, std::int64_t s) { runs(dst + d * dst_size, src + s * src_size, length); });
+    for_each_outer(p, inner,
+                   [&](std::int64_t d, std::int64_t s) { runs(dst + d * dst_size, src + s * src_size, length); });
     return;
   }
   const std::int32_t axis = tile_axis(p);
