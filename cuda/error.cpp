@@ -1,4 +1,5 @@
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include "dlbridge/cuda/error.hpp"
 #include "dlbridge/cuda/runtime.hpp"
@@ -29,9 +30,24 @@ struct availability {
   std::string reason;
 };
 
+// The runtime reports a missing driver as "driver version is insufficient";
+// tell the two apart by loading the driver library the runtime itself loads.
+std::string driver_missing() {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver != nullptr) {
+    dlclose(driver);
+    return {};
+  }
+  const char* why = dlerror();
+  return why != nullptr ? why : "libcuda.so.1 cannot be loaded";
+}
+
 availability probe() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaErrorInsufficientDriver) {
+    if (std::string why = driver_missing(); !why.empty()) return {status, "no NVIDIA driver found: " + why};
+  }
   if (status != cudaSuccess)
     return {status, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status)};
   if (count <= 0) return {cudaErrorNoDevice, "no CUDA device is present"};
@@ -45,6 +61,8 @@ const availability& state() {
 }  // namespace
 
 bool device_usable() { return state().code == cudaSuccess; }
+
+std::string device_status() { return state().reason; }
 
 void require_device() {
   const availability& answer = state();

@@ -15,11 +15,4 @@ int runtime_version() noexcept {
   return cudaRuntimeGetVersion(&version) == cudaSuccess ? version : 0;
 }
 
-std::string device_status() {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status == cudaSuccess) return count > 0 ? "" : "no CUDA device is present";
-  return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
-}
-
 }  // namespace dlb::cuda_runtime

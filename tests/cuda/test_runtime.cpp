@@ -1,6 +1,7 @@
 // What needs no GPU: error messages, stream integers, the architectures, and
 // how every call behaves where no device is usable.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <doctest/doctest.h>
 
 #include <array>
@@ -45,6 +46,17 @@ TEST_CASE("the runtime version and device status are readable without a GPU") {
   CHECK(cr::runtime_version() >= 12000);
   if (cr::device_count() > 0) CHECK(cr::device_status().empty());
   else CHECK(!cr::device_status().empty());
+}
+
+TEST_CASE("a machine with no NVIDIA driver is told so, not that its driver is too old") {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver != nullptr) {
+    dlclose(driver);
+    CHECK(cr::device_status().rfind("no NVIDIA driver found", 0) == std::string::npos);
+  } else {
+    CHECK(cr::device_status().rfind("no NVIDIA driver found: ", 0) == 0);
+    CHECK(cr::device_status().find("libcuda.so.1") != std::string::npos);
+  }
 }
 
 TEST_CASE("the kernels are compiled for the configured architectures") {

@@ -37,6 +37,26 @@ def test_build_info_says_why_there_is_no_gpu():
     assert INFO["cuda_status"]  # the driver's reason, or that the backend was not built
 
 
+def _driver_loads():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not INFO["cuda"], reason="dlbridge was built without the CUDA backend (no nvcc)")
+def test_a_machine_without_a_driver_is_told_so():
+    # The CUDA runtime calls a missing driver "insufficient"; dlbridge says what is missing.
+    if _driver_loads():
+        assert not INFO["cuda_status"].startswith("no NVIDIA driver found")
+    else:
+        assert INFO["cuda_status"].startswith("no NVIDIA driver found: ")
+        assert "libcuda.so.1" in INFO["cuda_status"]
+        with pytest.raises(RuntimeError, match=r"^no CUDA device is available \(no NVIDIA driver found: "):
+            dlbridge.empty(1, device="cuda")
+
+
 @needs_no_gpu
 @pytest.mark.parametrize("make", list(CREATE))
 @pytest.mark.parametrize("device", ["cuda", "cuda:1", "cuda_host", "cuda_managed", (2, 0)])

@@ -14,8 +14,10 @@ namespace dlb::cuda_runtime {
 // The runtime version dlbridge was built with, as 1000 * major + 10 * minor.
 [[nodiscard]] int runtime_version() noexcept;
 
-// Why device_count() is 0 ("" when it is not), as the CUDA runtime says it:
-// "<error name>: <error description>", or "no CUDA device is present".
+// Why no device is usable ("" when one is), asked once per process: "no NVIDIA
+// driver found: <why libcuda.so.1 cannot be loaded>", "no CUDA device is
+// present", or the CUDA runtime's "<error name>: <error description>" (a
+// driver too old for the runtime, CUDA_VISIBLE_DEVICES hiding every device...).
 [[nodiscard]] std::string device_status();
 
 // The GPU architectures the backend's kernels were compiled for, as nvcc's

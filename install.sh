@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs dlbridge from this folder and runs its main job, `python -m dlbridge`,
+# which reports how it exchanges arrays with every array library present.
+#
+#   bash install.sh [PIP_OPTION...]     for example -Csetup-args=-Dcuda=disabled
+#
+# It installs into the active virtual environment, or python3's environment
+# (or $PYTHON's); where that one is externally managed (Debian's system
+# Python), into the virtual environment .venv here, which it makes. It
+# installs the compiler and Python headers from Debian's packages if missing.
+# tests/run then uses the same interpreter (tools/environment.sh).
+set -euo pipefail
+cd "$(dirname "$0")"
+source tools/environment.sh
+choose_python
+build_tools
+"$python" -m pip install "$@" .
+"$python" -m dlbridge
+if [ "$python" = "$PWD/.venv/bin/python" ]; then
+  echo
+  echo "dlbridge is installed in $PWD/.venv: '. .venv/bin/activate' to use it from your shell"
+fi
