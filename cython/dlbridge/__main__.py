@@ -64,9 +64,11 @@ class _Probe:
         self.pending = b""
         self.pipe, write = os.pipe()
         try:
-            # A session of its own: killed as a group on time-out, and spared the terminal's Ctrl-C (the
-            # doctor's own, which kills it).
-            self.process = subprocess.Popen([sys.executable, "-m", "dlbridge._probe", lib.name, str(write)],
+            # This interpreter with its options (-I, -E, -X ...), so that the child finds what this process
+            # finds; in a session of its own, so that it is killed as a group on time-out and spared the
+            # terminal's Ctrl-C (the doctor's, which kills it).
+            command = [sys.executable, *subprocess._args_from_interpreter_flags(), "-m", "dlbridge._probe"]
+            self.process = subprocess.Popen([*command, lib.name, str(write)],
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             pass_fds=(write,), start_new_session=True)
         except BaseException:
@@ -119,7 +121,10 @@ class _Probe:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:  # it ended meanwhile
                 pass
-        self.process.wait()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:  # stuck in the kernel (a hung driver), where no signal reaches it
+            pass
 
 
 def run_probes(libraries: Sequence[Library], timeout: float, import_timeout: float) -> list[Exchange]:

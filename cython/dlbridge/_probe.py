@@ -194,8 +194,12 @@ def check(lib: Library) -> Exchange:
 
 
 def main(argv: list[str]) -> None:
-    name, fd = argv[0], int(argv[1]) if len(argv) > 1 else sys.stdout.fileno()
-    lib = next(lib for lib in LIBRARIES if lib.name == name)
+    libraries = {lib.name: lib for lib in LIBRARIES}
+    name, *fd = argv or [""]
+    if name not in libraries or len(fd) > 1 or fd and not fd[0].isdigit():
+        sys.exit(f"usage: python -m dlbridge._probe LIBRARY [FD]; LIBRARY is one of {', '.join(libraries)}; "
+                 f"got {' '.join(argv) or 'nothing'}")
+    lib, fd = libraries[name], int(fd[0]) if fd else sys.stdout.fileno()
     os.set_inheritable(fd, False)  # the library's own subprocesses must not hold the doctor's pipe open
     faulthandler.enable()  # a crash prints where it happened on stderr, which the doctor leaves to the user
     out = os.fdopen(fd, "w", closefd=False)
