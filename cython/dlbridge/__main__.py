@@ -67,7 +67,8 @@ class _Probe:
             # This interpreter with its options (-I, -E, -X ...), so that the child finds what this process
             # finds; in a session of its own, so that it is killed as a group on time-out and spared the
             # terminal's Ctrl-C (the doctor's, which kills it).
-            command = [sys.executable, *subprocess._args_from_interpreter_flags(), "-m", "dlbridge._probe"]
+            flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]  # multiprocessing's too
+            command = [sys.executable, *flags, "-m", "dlbridge._probe"]
             self.process = subprocess.Popen([*command, lib.name, str(write)],
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             pass_fds=(write,), start_new_session=True)

@@ -195,11 +195,11 @@ def check(lib: Library) -> Exchange:
 
 def main(argv: list[str]) -> None:
     libraries = {lib.name: lib for lib in LIBRARIES}
-    name, *fd = argv or [""]
-    if name not in libraries or len(fd) > 1 or fd and not fd[0].isdigit():
+    name, *rest = argv or [""]
+    if name not in libraries or len(rest) > 1 or rest and not rest[0].isdigit():
         sys.exit(f"usage: python -m dlbridge._probe LIBRARY [FD]; LIBRARY is one of {', '.join(libraries)}; "
                  f"got {' '.join(argv) or 'nothing'}")
-    lib, fd = libraries[name], int(fd[0]) if fd else sys.stdout.fileno()
+    lib, fd = libraries[name], int(rest[0]) if rest else sys.stdout.fileno()
     os.set_inheritable(fd, False)  # the library's own subprocesses must not hold the doctor's pipe open
     faulthandler.enable()  # a crash prints where it happened on stderr, which the doctor leaves to the user
     out = os.fdopen(fd, "w", closefd=False)
