@@ -10,8 +10,9 @@ library that prints cannot garble the row, and one that kills or hangs its
 process costs only the fields not yet written. Run it by hand to see what a
 library prints or where it crashes.
 
-A row is a ``Library`` entry, probed by ``probe``; a new kind of row needs a
-``Library`` entry, or a probe of its own that yields the same fields.
+A row is a ``Library`` entry, probed by ``probe``. Another kind of row would
+be a probe of its own, yielding the fields of ``Exchange`` in their order,
+that ``main`` finds by name; the doctor's runner takes any of them.
 """
 from __future__ import annotations
 
