@@ -6,7 +6,17 @@ whether the exchange shared memory (zero-copy), copied, or failed and why;
 then what the library makes of a writable and of a read-only dlbridge array
 (which varies with its version: docs/compatibility.md), and whether a
 transposed one arrives with its values (JAX 0.6.0 to 0.7.1 ignore the
-strides). Exits 1 when any exchange failed or changed the values.
+strides).
+
+Each library is probed in a child process of its own (dlbridge._probe), all
+at once, so a library that is broken (raises anything at import, crashes,
+exits, hangs or prints) becomes a row saying so, never the end of the report.
+
+Exit status: 0 when every exchange with every library that imports worked;
+1 when one failed, crashed, timed out or changed the values; 2 for a usage
+error; 141 when the reader of the output went away (python -m dlbridge |
+head). A library that is not installed or does not import is reported and
+leaves the status alone.
 
 For C++ builds, ``--cflags`` prints the compiler flags that find dlbridge's
 headers (the same as ``pkg-config --cflags dlbridge``; the language standard,
@@ -17,132 +27,156 @@ them runs the check.
 from __future__ import annotations
 
 import argparse
-import array
-import importlib
 import json
+import math
+import os
+import selectors
+import signal
+import subprocess
 import sys
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+import time
+from dataclasses import asdict
+from typing import Sequence
 
 import dlbridge
+from dlbridge._probe import FIELDS, LIBRARIES, Exchange, Library, unavailable
 
-VALUES = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
-
-
-@dataclass
-class Library:
-    """How to make, address and import arrays of one library."""
-    name: str
-    module: str
-    make: Callable[[Any], Any]              # module -> a float32 2x3 array of VALUES
-    address: Callable[[Any], int]           # array -> address of its first element
-    from_dlpack: Callable[[Any, Any], Any]  # (module, producer) -> array
-    to_list: Callable[[Any], Any]
-    writable: Callable[[Any], bool | None]   # array -> whether it takes writes; None: immutable arrays
+# The beginnings of the values that fail the check (see the exit status above).
+FAILURES = ("failed", "crashed", "timed out", "WRONG")
 
 
-def _numpy_address(x) -> int:
-    return x.__array_interface__["data"][0]
+def _ending(returncode: int) -> str:
+    """How a child that wrote no more ended."""
+    if returncode < 0:
+        try:
+            return f"crashed: signal {-returncode} ({signal.Signals(-returncode).name})"
+        except ValueError:
+            return f"crashed: signal {-returncode}"
+    return f"crashed: exit status {returncode}"
 
 
-LIBRARIES = [
-    Library("numpy", "numpy",
-            lambda np: np.asarray(VALUES, dtype=np.float32),
-            _numpy_address, lambda np, a: np.from_dlpack(a), lambda x: x.tolist(),
-            lambda x: bool(x.flags.writeable)),
-    Library("torch", "torch",
-            lambda torch: torch.tensor(VALUES, dtype=torch.float32),
-            lambda x: x.data_ptr(), lambda torch, a: torch.from_dlpack(a), lambda x: x.tolist(),
-            lambda x: True),  # PyTorch has no read-only tensors
-    Library("jax", "jax.numpy",
-            lambda jnp: jnp.asarray(VALUES, dtype=jnp.float32),
-            lambda x: x.unsafe_buffer_pointer(), lambda jnp, a: jnp.from_dlpack(a), lambda x: x.tolist(),
-            lambda x: None),
-    Library("array_api_strict", "array_api_strict",
-            lambda xp: xp.asarray(VALUES, dtype=xp.float32),
-            lambda x: _numpy_address(x._array), lambda xp, a: xp.from_dlpack(a),
-            lambda x: x._array.tolist(), lambda x: bool(x._array.flags.writeable)),
-    Library("cupy", "cupy",
-            lambda cp: cp.asarray(VALUES, dtype=cp.float32),
-            lambda x: x.data.ptr, lambda cp, a: cp.from_dlpack(a), lambda x: x.get().tolist(),
-            lambda x: True),  # CuPy has no read-only arrays
-]
+class _Probe:
+    """One library's row, being found by a child process (python -m dlbridge._probe)."""
+
+    def __init__(self, lib: Library, timeout: float, import_timeout: float):
+        self.lib, self.timeout, self.limit = lib, timeout, import_timeout
+        self.fields: dict[str, str] = {}
+        self.pending = b""
+        self.pipe, write = os.pipe()
+        try:
+            # This interpreter with its options (-I, -E, -X ...), so that the child finds what this process
+            # finds; in a session of its own, so that it is killed as a group on time-out and spared the
+            # terminal's Ctrl-C (the doctor's, which kills it).
+            flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]  # multiprocessing's too
+            command = [sys.executable, *flags, "-m", "dlbridge._probe"]
+            self.process = subprocess.Popen([*command, lib.name, str(write)],
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            pass_fds=(write,), start_new_session=True)
+        except BaseException:
+            os.close(self.pipe)
+            raise
+        finally:
+            os.close(write)
+        self.deadline = time.monotonic() + import_timeout
+
+    def read(self) -> Exchange | None:
+        """Takes what the child wrote; its row once it is complete or the child has ended."""
+        data = os.read(self.pipe, 1 << 16)
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        for line in lines:
+            try:
+                field, value = json.loads(line)
+            except (ValueError, TypeError):
+                continue  # not a line of the probe's
+            if len(self.fields) < len(FIELDS) and field == FIELDS[len(self.fields)] and isinstance(value, str):
+                self.fields[field] = value
+                if field == "version":  # imported: the exchanges have their own time
+                    self.limit = self.timeout
+                    self.deadline = time.monotonic() + self.timeout
+        if len(self.fields) == len(FIELDS):
+            return Exchange(self.lib.name, **self.fields)
+        if data:
+            return None
+        try:
+            # At least a moment: a child's pipe closes as it exits, just before it can be reaped.
+            return self.ended(_ending(self.process.wait(max(1.0, self.deadline - time.monotonic()))))
+        except subprocess.TimeoutExpired:  # it closed the pipe and went on
+            return self.timed_out()
+
+    def timed_out(self) -> Exchange:
+        self.stop()
+        return self.ended(f"timed out after {self.limit:g} s")
+
+    def ended(self, how: str) -> Exchange:
+        """The row of a child that ended `how` before it was complete: in the field it was finding."""
+        if "version" not in self.fields:
+            return unavailable(self.lib, "import " + how)
+        row = dict.fromkeys(FIELDS, "-") | self.fields
+        row[FIELDS[len(self.fields)]] = how
+        return Exchange(self.lib.name, **row)
+
+    def stop(self) -> None:
+        """Ends the child and whatever it started, if it still runs; reaps it."""
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:  # it ended meanwhile
+                pass
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:  # stuck in the kernel (a hung driver), where no signal reaches it
+            pass
 
 
-@dataclass
-class Exchange:
-    library: str
-    version: str
-    into_dlbridge: str  # "zero-copy", "copy", "failed: ...", or "not installed"
-    from_dlbridge: str
-    writable_arrives: str   # "writable", "read-only", "immutable", "refused: ...", or "-"
-    read_only_arrives: str
-    transposed_arrives: str  # "same values", "WRONG VALUES: ...", "refused: ...", or "-"
-
-
-def _verdict(shared: bool, values_ok: bool) -> str:
-    if not values_ok:
-        return "failed: the values changed in transit"
-    return "zero-copy" if shared else "copy"
-
-
-def _failure(error: BaseException) -> str:
-    return f"failed: {type(error).__name__}: {error}"
-
-
-def _read_only_values() -> dlbridge.Array:
-    """VALUES as a read-only float32 Array, made without any array library."""
-    flat = array.array("f", [v for row in VALUES for v in row])
-    return dlbridge.asarray(memoryview(flat).toreadonly().cast("B").cast("f", (2, 3)))
-
-
-def _arrives(lib: Library, module: Any, source: dlbridge.Array) -> str:
-    """What the library makes of `source`: writable, read-only or immutable."""
+def run_probes(libraries: Sequence[Library], timeout: float, import_timeout: float) -> list[Exchange]:
+    """The row of each library, each found by a child process, all running at once. A child has
+    `import_timeout` seconds to import its library, then `timeout` seconds for the exchanges."""
+    rows: dict[str, Exchange] = {}
+    probes: list[_Probe] = []
     try:
-        writable = lib.writable(lib.from_dlpack(module, source))
-    except Exception as error:
-        return f"refused: {type(error).__name__}: {error}"
-    return "immutable" if writable is None else "writable" if writable else "read-only"
+        with selectors.DefaultSelector() as selector:
+            for lib in libraries:
+                probes.append(_Probe(lib, timeout, import_timeout))
+                selector.register(probes[-1].pipe, selectors.EVENT_READ, probes[-1])
+            while selector.get_map():
+                running = [key.data for key in selector.get_map().values()]
+                for key, _ in selector.select(max(0.0, min(p.deadline for p in running) - time.monotonic())):
+                    row = key.data.read()
+                    if row is not None:
+                        rows[row.library] = row
+                        selector.unregister(key.fileobj)
+                for probe in running:
+                    if probe.lib.name not in rows and time.monotonic() >= probe.deadline:
+                        rows[probe.lib.name] = probe.timed_out()
+                        selector.unregister(probe.pipe)
+    finally:
+        for probe in probes:
+            probe.stop()
+            os.close(probe.pipe)
+    return [rows[lib.name] for lib in libraries]
 
 
-def _transposed_arrives(lib: Library, module: Any) -> str:
-    """Whether a column-major view (strides (1, 3) elements) arrives with its
-    values: a consumer that ignores the strides reads the memory as row-major."""
-    source = dlbridge.asarray(VALUES, dtype="float32").T
+def _seconds(text: str) -> float:
     try:
-        values = lib.to_list(lib.from_dlpack(module, source))
-    except Exception as error:
-        return f"refused: {type(error).__name__}: {error}"
-    if values != source.tolist():
-        return "WRONG VALUES: the library ignored the strides"
-    return "same values"
-
-
-def check(lib: Library) -> Exchange:
-    try:
-        module = importlib.import_module(lib.module)
-    except Exception as error:  # ImportError, or a broken install raising anything
-        reason = "not installed" if isinstance(error, ModuleNotFoundError) else _failure(error)
-        return Exchange(lib.name, "-", reason, reason, "-", "-", "-")
-    version = getattr(sys.modules.get(lib.name, module), "__version__", "?")
-    try:
-        x = lib.make(module)
-        a = dlbridge.from_dlpack(x)
-        into = _verdict(a.data_ptr == lib.address(x), a.tolist() == VALUES)
-    except Exception as error:
-        into = _failure(error)
-    try:
-        source = dlbridge.asarray(VALUES, dtype="float32")
-        y = lib.from_dlpack(module, source)
-        out = _verdict(lib.address(y) == source.data_ptr, lib.to_list(y) == VALUES)
-    except Exception as error:
-        out = _failure(error)
-    return Exchange(lib.name, str(version), into, out, _arrives(lib, module, dlbridge.asarray(VALUES, dtype="float32")),
-                    _arrives(lib, module, _read_only_values()), _transposed_arrives(lib, module))
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
+    info = dlbridge.build_info()
+    cuda = f"CUDA {info['cuda_version']}" if info["cuda"] else "no CUDA backend"
     parser = argparse.ArgumentParser(prog="python -m dlbridge", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version",
+                        version=f"dlbridge {info['version']} (DLPack {info['dlpack_version']}, {info['compiler']}, "
+                                f"{info['cpp_std']}, {cuda})")
+    parser.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
+                        help="time each library has for its exchanges, once imported (default: %(default)g)")
+    parser.add_argument("--import-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                        help="time each library has to import (default: %(default)g)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     mode.add_argument("--cflags", action="store_true",
@@ -163,10 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         print(dlbridge.get_cmake_dir())
         return 0
 
-    info = dlbridge.build_info()
-    results = [check(lib) for lib in LIBRARIES]
-    failed = any(r.into_dlbridge.startswith("failed") or r.from_dlbridge.startswith("failed")
-                 or r.transposed_arrives.startswith("WRONG") for r in results)
+    results = run_probes(LIBRARIES, args.timeout, args.import_timeout)
+    failed = any(getattr(r, field).startswith(FAILURES) for r in results for field in FIELDS if field != "version")
     if args.json:
         print(json.dumps({"build": info, "exchanges": [asdict(r) for r in results]}, indent=2))
         return 1 if failed else 0
@@ -195,5 +227,18 @@ def _print_table(rows: Sequence[tuple[str, ...]]) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
 
 
+def _run() -> int:
+    try:
+        try:
+            return main()
+        finally:
+            sys.stdout.flush()  # here, where a reader that went away can still be told apart
+    except BrokenPipeError:
+        # As CPython's documentation advises (signal module, "Note on SIGPIPE"): no traceback, and no second
+        # error when Python flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run())

@@ -1,0 +1,224 @@
+"""The doctor, `python -m dlbridge`: what it reports of the libraries installed,
+and that a broken library becomes a row saying what happened, never the
+doctor's own end. The broken libraries are fakes, put first on PYTHONPATH
+under names the doctor probes: array_api_strict and cupy."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+import dlbridge
+from dlbridge import _probe
+from peers import numpy_from_dlpack_writable
+
+# Enough of array_api_strict's and of CuPy's API for the doctor's probes, over NumPy.
+FAKE = """
+import types
+import numpy
+
+float32 = numpy.float32
+__version__ = "1.0"
+
+class Array:
+    def __init__(self, a):
+        self._array = a
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+    data = property(lambda self: types.SimpleNamespace(ptr=self._array.ctypes.data))
+    def get(self):
+        return self._array
+
+def asarray(values, dtype=None):
+    return Array(numpy.asarray(values, dtype=dtype))
+
+def from_dlpack(x):
+    return Array(numpy.from_dlpack(x))
+"""
+
+REAL = ("numpy", "torch", "jax")
+
+
+def with_from_dlpack(body: str) -> str:
+    """The fake library, whose from_dlpack runs `body` (one line)."""
+    return FAKE + f"\ndef from_dlpack(x):\n    {body}\n"
+
+
+def doctor(tmp_path, *args, **fakes):
+    """python -m dlbridge ARGS, with each fakes[name] (a module's source) shadowing that library."""
+    for name, source in fakes.items():
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + [p for p in sys.path if p]))
+    # A segfault must reach the doctor as one, also where the tests run under ASan (whose handler exits 1).
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "handle_segv=0"]))
+    return subprocess.run([sys.executable, "-m", "dlbridge", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def rows(result) -> dict:
+    report = json.loads(result.stdout)  # valid JSON, whatever the libraries printed
+    return {row["library"]: row for row in report["exchanges"]}
+
+
+def test_main_job_reports_zero_copy_with_installed_libraries():
+    result = subprocess.run([sys.executable, "-m", "dlbridge", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["build"]["dlpack_version"] == "1.3"
+    exchanges = {e["library"]: e for e in report["exchanges"]}
+    assert list(exchanges) == [lib.name for lib in _probe.LIBRARIES]
+    for library in ("numpy", "torch", "jax", "array_api_strict"):
+        assert exchanges[library]["into_dlbridge"] == "zero-copy", exchanges[library]
+        assert exchanges[library]["from_dlbridge"] == "zero-copy", exchanges[library]
+    # What each makes of writable and read-only arrays, as the installed version does.
+    for library in ("numpy", "array_api_strict"):
+        numpy_keeps = numpy_from_dlpack_writable(True, 6)
+        assert exchanges[library]["writable_arrives"] == ("writable" if numpy_keeps else "read-only")
+        assert exchanges[library]["read_only_arrives"] == "read-only"
+    assert exchanges["torch"]["writable_arrives"] == exchanges["torch"]["read_only_arrives"] == "writable"
+    assert exchanges["jax"]["writable_arrives"] == "immutable"
+    assert exchanges["jax"]["read_only_arrives"].startswith(
+        "refused: BufferError: a read-only array cannot be exported as a legacy DLPack capsule")
+    for library in ("numpy", "torch", "jax", "array_api_strict"):
+        assert exchanges[library]["transposed_arrives"] == "same values", exchanges[library]
+
+
+def test_consumers_that_ignore_or_refuse_strides():
+    """What JAX 0.6.0 to 0.7.1 do with a column-major array (read its memory
+    as row-major), done here with NumPy, is reported; a consumer that refuses
+    the layout is reported as refusing it."""
+    numpy = next(lib for lib in _probe.LIBRARIES if lib.name == "numpy")
+    row_major = _probe.Library(**{**vars(numpy), "from_dlpack":
+                                  lambda np, a: np.from_dlpack(a).ravel(order="K").reshape(a.shape)})
+
+    def refuse(np, a):
+        if not np.from_dlpack(a).flags.c_contiguous:
+            raise BufferError("row-major only")
+        return np.from_dlpack(a)
+
+    refusing = _probe.Library(**{**vars(numpy), "from_dlpack": refuse})
+    assert _probe.check(numpy).transposed_arrives == "same values"
+    assert _probe.check(row_major).transposed_arrives == "WRONG VALUES: the library ignored the strides"
+    assert _probe.check(refusing).transposed_arrives == "refused: BufferError: row-major only"
+
+
+def test_wrong_values_fail_the_job(tmp_path):
+    ignores_strides = with_from_dlpack("return Array(numpy.from_dlpack(x).ravel(order='K').reshape(x.shape))")
+    result = doctor(tmp_path, array_api_strict=ignores_strides)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "WRONG VALUES: the library ignored the strides" in result.stdout
+    for library in REAL:
+        assert f"\n{library} " in result.stdout
+
+
+def test_not_installed_and_import_failed_are_told_apart(tmp_path):
+    """A library whose own dependency is missing did not import: it is installed. A library that
+    does not import is reported, and the job passes: it checks dlbridge's exchanges."""
+    nothing = _probe.Library(**{**vars(_probe.LIBRARIES[0]), "name": "nothing", "module": "dlbridge_no_such_module"})
+    assert _probe.check(nothing) == _probe.Exchange("nothing", "-", "not installed", "not installed", "-", "-", "-")
+
+    result = doctor(tmp_path, "--json", array_api_strict="import dlbridge_no_such_dependency\n" + FAKE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = rows(result)
+    reason = "import failed: ModuleNotFoundError: No module named 'dlbridge_no_such_dependency'"
+    assert found["array_api_strict"] == {"library": "array_api_strict", "version": "-", "into_dlbridge": reason,
+                                         "from_dlbridge": reason, "writable_arrives": "-", "read_only_arrives": "-",
+                                         "transposed_arrives": "-"}
+    for library in REAL:
+        assert found[library]["into_dlbridge"] == "zero-copy", found[library]
+
+
+# name: (the library's code, its row's state when from_dlpack runs it; when its import runs it, "import " + that)
+HOSTILE = {
+    "SystemExit": ("raise SystemExit(3)", "failed: SystemExit: 3"),
+    "KeyboardInterrupt": ("raise KeyboardInterrupt", "failed: KeyboardInterrupt"),
+    "segfault": ("import ctypes; ctypes.string_at(0)", "crashed: signal 11 (SIGSEGV)"),
+    "os._exit": ("import os; os._exit(3)", "crashed: exit status 3"),
+}
+
+
+@pytest.mark.parametrize("behaviour", HOSTILE)
+def test_a_library_that_exits_or_crashes_is_a_row(tmp_path, behaviour):
+    """At import (array_api_strict's row) and in an exchange (cupy's), in one run. An exchange that
+    did not finish fails the job; a library that did not import does not."""
+    code, state = HOSTILE[behaviour]
+    result = doctor(tmp_path, "--json", array_api_strict=code + "\n" + FAKE, cupy=with_from_dlpack(code))
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = rows(result)
+    assert found["array_api_strict"]["into_dlbridge"] == found["array_api_strict"]["from_dlbridge"] == "import " + state
+    assert found["array_api_strict"]["version"] == "-"
+    cupy = found["cupy"]
+    assert (cupy["version"], cupy["into_dlbridge"], cupy["from_dlbridge"]) == ("1.0", "zero-copy", state)
+    if state.startswith("crashed"):  # the fields it had not reached
+        assert cupy["writable_arrives"] == cupy["read_only_arrives"] == cupy["transposed_arrives"] == "-"
+    else:
+        assert cupy["transposed_arrives"] == "refused: " + state.removeprefix("failed: ")
+    for library in REAL:
+        assert found[library]["into_dlbridge"] == "zero-copy", found[library]
+
+
+def test_a_library_that_hangs_is_a_row(tmp_path):
+    hang = "import time; time.sleep(600)"
+    result = doctor(tmp_path, "--json", "--import-timeout", "4", "--timeout", "2",
+                    array_api_strict=hang + "\n" + FAKE, cupy=with_from_dlpack(hang))
+    found = rows(result)
+    assert found["array_api_strict"]["into_dlbridge"] == "import timed out after 4 s"
+    assert found["cupy"]["from_dlbridge"] == "timed out after 2 s"
+    assert result.returncode == 1, result.stdout + result.stderr
+    # Short limits on a busy machine may cut the real libraries short too: their rows are there.
+    assert set(REAL) <= set(found)
+
+
+def test_prints_and_broken_versions_are_rows(tmp_path):
+    noisy = """
+        import os, sys
+        print("hello from the library")
+        sys.stdout.write("{ not json")
+        os.write(1, b'{"exchanges": []}\\n')
+        print("and on stderr", file=sys.stderr)
+    """
+    raising = "\ndef __getattr__(name):\n    raise RuntimeError('no version here')\n"
+    result = doctor(tmp_path, "--json", array_api_strict=textwrap.dedent(noisy) + FAKE + "del __version__" + raising,
+                    cupy=FAKE + "__version__ = (1, 2)\n")
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = rows(result)
+    assert found["array_api_strict"]["version"] == "version unknown (RuntimeError: no version here)"
+    assert found["cupy"]["version"] == "version unknown (__version__ is tuple, not str)"
+    for library in ("array_api_strict", "cupy", *REAL):
+        assert found[library]["into_dlbridge"] == found[library]["from_dlbridge"] == "zero-copy", found[library]
+
+
+def test_a_module_without_a_version():
+    assert _probe._version(types.ModuleType("bare")) == "version unknown (no __version__)"
+
+
+@pytest.mark.parametrize("args", [[], ["--json"], ["--cflags"]])
+def test_a_reader_that_goes_away_gets_no_traceback(args):
+    """python -m dlbridge | head, with the reader gone before the doctor writes."""
+    process = subprocess.Popen([sys.executable, "-m", "dlbridge", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=300) == 141
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_version():
+    result = subprocess.run([sys.executable, "-m", "dlbridge", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0
+    info = dlbridge.build_info()
+    assert result.stdout.startswith(f"dlbridge {dlbridge.__version__} (DLPack 1.3, {info['compiler']}, c++20, ")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_timeouts_must_be_positive_seconds(value):
+    for option in ("--timeout", "--import-timeout"):
+        result = subprocess.run([sys.executable, "-m", "dlbridge", option, value], capture_output=True, text=True)
+        assert result.returncode == 2
+        assert result.stderr.endswith(
+            f"python -m dlbridge: error: argument {option}: expected a positive number of seconds, got '{value}'\n")
