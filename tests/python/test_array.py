@@ -270,6 +270,14 @@ def test_out_of_bounds_message_names_axis_and_size(base):
         a[0, 5]
 
 
+@pytest.mark.parametrize("index", [2**63, -2**63 - 1, 10**30])
+def test_an_index_past_int64_is_an_index_error(base, index):
+    # NumPy 2.4 raises IndexError too, but OverflowError for 2**63 to 2**64 - 1.
+    _, a = base
+    with pytest.raises(IndexError, match=exactly(f"index {index} is out of bounds for axis 1 with size 5")):
+        a[0, index]
+
+
 @pytest.mark.parametrize("key", [(0, 0, 0, 0), (0, 0, 0, None, 0), (Ellipsis, 0, 0, 0, 0),
                                  (slice(None),) * 4], ids=repr)
 def test_too_many_indices(base, key):
