@@ -25,10 +25,10 @@ cdef int _scalar_kind(value) except -1:
     if isinstance(value, complex):
         return 3
     dtype = getattr(value, "dtype", None)
-    shape = getattr(value, "shape", ()) if dtype is not None else None  # each attribute read once
-    if dtype is not None and shape != ():
+    shape = getattr(value, "shape", None) if dtype is not None else None  # each attribute read once
+    if shape is not None and shape != ():
         raise TypeError(f"expected a scalar, got an array of shape {shape}")
-    if dtype is not None:
+    if shape == ():
         code = as_dtype(dtype).value.code
         if code == cpp.kDLBool:
             return 0
@@ -74,11 +74,13 @@ cdef cpp.scalar _element_value(cpp.dtype t, value) except *:
 
 
 cdef object _scalar_once(value):
-    """`value` read once: Python's bool, int, float and complex, and values
-    with a dtype (NumPy's scalars and 0-d arrays, whose dtype counts), as
-    they are; anything else as the Python scalar its __index__, __float__ or
-    __complex__ gives now, which may not be what it gives next time."""
-    if type(value) in (bool, int, float, complex) or getattr(value, "dtype", None) is not None:
+    """`value` read once: Python's bool, int, float and complex, and 0-d
+    values with a dtype (NumPy's scalars and 0-d arrays, whose dtype counts),
+    as they are; anything else as the Python scalar its __index__, __float__
+    or __complex__ gives now, which may not be what it gives next time."""
+    if type(value) in (bool, int, float, complex):
+        return value
+    if getattr(value, "dtype", None) is not None and getattr(value, "shape", None) == ():
         return value
     return _to_python(_from_python(value))
 
