@@ -104,6 +104,38 @@ cdef inline int _require(Array a) except -1:
     return 0
 
 
+cdef tuple _extents(const cpp.tensor& t):
+    """t's shape. Array's own code describes an array by this and t's other
+    fields, never by properties, which a subclass may override to lie."""
+    return tuple([t.shape(i) for i in range(t.ndim())])
+
+
+cdef object _element_at(const cpp.tensor& t, tuple key):
+    """The element at `key`, one exact int per axis, each checked against its
+    axis (negative ones count from the end): the one read of a single element
+    by index (item(), and so repr)."""
+    if len(key) != t.ndim():
+        raise IndexError(f"expected {t.ndim()} indices, one per axis, got {len(key)}")
+    cdef int64_t offset = 0
+    for axis, i in enumerate(key):
+        offset += _int_offset(i, t.shape(axis), axis) * t.stride(axis)
+    return _to_python(cpp.load(t.type(), _element(t, offset), offset if t.type().is_subbyte() else 0))
+
+
+cdef object _only_element(Array a, str what):
+    """The element of an array of size 1, as a Python scalar."""
+    _require_host(a, what)
+    return _element_at(a.t, (0,) * a.t.ndim())
+
+
+cdef object _scalar_of_0d(Array a, str kind):
+    """The element of a 0-d array, for int(), float() and complex()."""
+    _require(a)
+    if a.t.ndim() != 0:
+        raise TypeError(f"only 0-dimensional arrays convert to {kind}, got shape {_extents(a.t)}")
+    return _only_element(a, f"{kind}()")
+
+
 cdef object _not_initialised(Array a):
     return ValueError(f"this {type(a).__name__} holds no array: it was made by {type(a).__name__}.__new__ "
                       f"without Array.__init__ (a subclass's __init__ must call it)")
@@ -121,15 +153,6 @@ cdef object _tolist(const cpp.tensor& t, int axis, int64_t offset):
         return _to_python(cpp.load(t.type(), _element(t, offset), offset if t.type().is_subbyte() else 0))
     cdef int64_t step = t.stride(axis)
     return [_tolist(t, axis + 1, offset + i * step) for i in range(t.shape(axis))]
-
-
-def _value_at(Array a, tuple index):
-    """The element at a full index, for repr (which reads no other element)."""
-    _require_host(a, "reading values")
-    cdef int64_t offset = 0
-    for axis, i in enumerate(index):
-        offset += <int64_t>i * a.t.stride(axis)
-    return _to_python(cpp.load(a.t.type(), _element(a.t, offset), offset if a.t.type().is_subbyte() else 0))
 
 
 cdef _require_host(Array a, str what):
@@ -194,14 +217,16 @@ cdef cpp.device _export_device(Array a, dl_device) except *:
     if (type(dl_device) is not tuple or len(dl_device) != 2
             or not isinstance(dl_device[0], int) or not isinstance(dl_device[1], int)):
         raise TypeError(f"dl_device must be a (device_type, device_id) tuple, got {dl_device!r}")
+    cdef Device target
     try:
         target = as_device(dl_device)
     except ValueError as e:
         raise BufferError(f"cannot export an array on {a.device} to device {tuple(dl_device)}: {e}") from None
-    if (<Device>target).value.type == cpp.kDLCPU and dl_device[1] != 0:
+    # The device as read, not dl_device again (an int subclass may compare as it likes).
+    if target.value.type == cpp.kDLCPU and target.value.id != 0:
         raise BufferError(f"cannot export an array on {a.device} to device {tuple(dl_device)}: "
                           f"the CPU is device 0")
-    return (<Device>target).value
+    return target.value
 
 
 include "_streams.pxi"
@@ -235,7 +260,7 @@ cdef class Array:
     @property
     def shape(self):
         _require(self)
-        return tuple([self.t.shape(i) for i in range(self.t.ndim())])
+        return _extents(self.t)
 
     @property
     def strides(self):
@@ -351,13 +376,14 @@ cdef class Array:
         if d.type != cpp.kDLCUDA and d.type != cpp.kDLCUDAManaged and d.type != cpp.kDLCUDAHost:
             raise AttributeError(f"__cuda_array_interface__ is only defined for arrays in CUDA memory; "
                                  f"this array is on {self.device}")
-        typestr = self.dtype.typestr
+        cdef DType dt = dtype_from_cpp(self.t.type())
+        typestr = dt.typestr
         if typestr is None:
-            raise BufferError(f"{self.dtype.name} has no CUDA-array-interface typestr; use DLPack")
+            raise BufferError(f"{dt.name} has no CUDA-array-interface typestr; use DLPack")
         cdef int64_t itemsize = self.t.type().itemsize()
         return {
             "version": 3,
-            "shape": self.shape,
+            "shape": _extents(self.t),
             "typestr": typestr,
             "data": (<uintptr_t>self.t.data() if self.t.size() else 0, self.t.readonly()),
             "strides": None if self.t.is_c_contiguous() else tuple(
@@ -370,14 +396,14 @@ cdef class Array:
     def __array_interface__(self):
         """NumPy's array interface (version 3), for host memory."""
         _require_host(self, "__array_interface__")
-        typestr = self.dtype.typestr
+        cdef DType dt = dtype_from_cpp(self.t.type())
+        typestr = dt.typestr
         if typestr is None:
-            raise BufferError(f"{self.dtype.name} has no NumPy array-interface typestr; "
-                              f"use numpy.from_dlpack")
+            raise BufferError(f"{dt.name} has no NumPy array-interface typestr; use numpy.from_dlpack")
         cdef int64_t itemsize = self.t.type().itemsize()
         return {
             "version": 3,
-            "shape": self.shape,
+            "shape": _extents(self.t),
             "typestr": typestr,
             "data": (<uintptr_t>(self.t.data() if self.t.data() != NULL else _empty_data), self.t.readonly()),
             "strides": None if self.t.is_c_contiguous() else tuple(
@@ -454,7 +480,7 @@ cdef class Array:
         if not args:
             if size != 1:
                 raise ValueError(f"item(): only an array of size 1 has an item without an index, "
-                                 f"got shape {self.shape}")
+                                 f"got shape {_extents(self.t)}")
             key = (0,) * ndim
         elif len(args) == 1 and ndim != 1:
             flat = operator.index(args[0])
@@ -472,39 +498,39 @@ cdef class Array:
             raise ValueError(f"item(): expected no index, one flat index or {ndim} indices (one per axis), "
                              f"got {len(args)}")
         _require_host(self, "item()")
-        return _tolist(_index(self, key).t, 0, 0)
+        return _element_at(self.t, key)
 
-    def _scalar(self, kind):
+    # Scalar conversions, as NumPy 2.4: bool() of any array with one element;
+    # int(), float() and complex() of a 0-d array; operator.index() of a 0-d
+    # integer array.
+    def __bool__(self):
         _require(self)
         if self.t.size() != 1:
-            raise TypeError(f"only arrays with one element convert to {kind.__name__}, "
-                            f"got shape {self.shape}")
-        _require_host(self, f"{kind.__name__}()")
-        return kind(_tolist(self.t.restrided(self.t.data(), cpp.extents_t(), cpp.extents_t()), 0, 0))
-
-    def __bool__(self):
-        return self._scalar(bool)
+            raise ValueError(f"the truth value of an array of shape {_extents(self.t)} is ambiguous: "
+                             f"only an array with one element has one")
+        return bool(_only_element(self, "bool()"))
 
     def __int__(self):
-        return self._scalar(int)
+        return int(_scalar_of_0d(self, "int"))
 
     def __float__(self):
-        return self._scalar(float)
+        return float(_scalar_of_0d(self, "float"))
 
     def __complex__(self):
-        return self._scalar(complex)
+        return complex(_scalar_of_0d(self, "complex"))
 
     def __index__(self):
         _require(self)
-        if self.t.type().code != cpp.kDLInt and self.t.type().code != cpp.kDLUInt:
-            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype.name}")
-        return self._scalar(int)
+        if self.t.ndim() != 0 or (self.t.type().code != cpp.kDLInt and self.t.type().code != cpp.kDLUInt):
+            raise TypeError(f"only 0-dimensional integer arrays can be used as an index, "
+                            f"got {dtype_from_cpp(self.t.type()).name} of shape {_extents(self.t)}")
+        return _only_element(self, "operator.index()")
 
     def __repr__(self):
         if not self.t.has_value():
             return f"<{type(self).__name__} holding no array>"
         from dlbridge._format import format_array
-        return format_array(self, _value_at)
+        return format_array(_whole_view(self))  # an exact Array: a subclass's overrides do not count
 
     # -- pickling and copy.copy ------------------------------------------------
     def __reduce_ex__(self, protocol):
@@ -515,7 +541,11 @@ cdef class Array:
         if self.t.get_device().type != cpp.kDLCPU:
             raise TypeError(f"cannot pickle an Array on {self.device}: a pickle holds host memory; "
                             f"copy the array to the CPU first (a.to_device('cpu'))")
-        cdef Array c = self if self.t.is_c_contiguous() else self.copy()
+        cdef Array c = self
+        cdef cpp.tensor packed
+        if not self.t.is_c_contiguous():
+            packed = _copy_to(self.t, self.t.get_device(), self.t.type())
+            c = wrap(packed)
         cdef _Bytes raw = _Bytes.__new__(_Bytes)
         raw.a = c
         raw.readonly = self.t.readonly()
@@ -524,7 +554,7 @@ cdef class Array:
         else:
             from pickle import PickleBuffer
             data = PickleBuffer(raw)
-        return _from_pickle, (data, self.dtype.name, self.shape, bool(self.t.readonly()))
+        return _from_pickle, (data, dtype_from_cpp(self.t.type()).name, _extents(self.t), bool(self.t.readonly()))
 
     def __copy__(self):
         return self.copy()
@@ -561,13 +591,12 @@ cdef class Array:
         if self.t.type().is_subbyte() and normalized != tuple(range(ndim)) and self.t.size() > 1:
             raise TypeError(f"packed {self.dtype.name} arrays cannot be transposed; "
                             f"convert to a wider dtype first")
-        cdef int64_t[64] dims
-        cdef int64_t[64] steps
-        for i, a in enumerate(normalized):
-            dims[i] = self.t.shape(a)
-            steps[i] = self.t.stride(a)
-        cdef cpp.tensor out = self.t.restrided(self.t.data(), cpp.extents_t(dims, ndim),
-                                               cpp.extents_t(steps, ndim))
+        cdef _axes permuted
+        permuted.n = 0
+        for a in normalized:
+            _add_axis(&permuted, self.t.shape(_axis_read(self.t, a)), self.t.stride(a))
+        cdef cpp.tensor out = self.t.restrided(self.t.data(), cpp.extents_t(permuted.extent, permuted.n),
+                                               cpp.extents_t(permuted.stride, permuted.n))
         return _view(self, out)
 
 

@@ -70,11 +70,14 @@ def zeros(shape, *, dtype=None, device=None):
 def full(shape, fill_value, *, dtype=None, device=None):
     """A new C-contiguous array filled with ``fill_value``; the dtype defaults
     to that of the value (bool, int64, float64 or complex128)."""
+    fill_value = _scalar_once(fill_value)
     cdef DType dt = _dtype_of_value(fill_value) if dtype is None else as_dtype(dtype)
-    # Encode one element first: a bad value fails before any memory is asked for.
+    # Checked before any memory is asked for.
+    cdef cpp.scalar value = _element_value(dt.value, fill_value)
     cdef uint64_t[2] element = [0, 0]
-    _store_python(dt.value, <void*>element, fill_value, 0)
-    cdef cpp.scalar value = _from_python(fill_value)
+    if dt.value.itemsize() > sizeof(element):  # no dtype has more than 16 bytes (complex128)
+        raise TypeError(f"full: {dt.name} elements do not fit in {sizeof(element)} bytes")
+    cpp.store(dt.value, <void*>element, value, 0)
     cdef cpp.tensor t = _allocate(shape, dt, device, "full")
     cdef int64_t n = t.size(), i
     cdef char* base = <char*>t.data()

@@ -60,17 +60,16 @@ def _scalar(value, dtype_name: str) -> str:
     return str(value)
 
 
-def _block(value_at, shape: tuple, index: tuple, indent: int, summarise: bool, dtype_name: str) -> str:
-    """The text of the sub-array at `index` (a prefix of a full index);
-    value_at(full_index) reads one element."""
+def _block(a, shape: tuple, index: tuple, indent: int, summarise: bool, dtype_name: str) -> str:
+    """The text of the sub-array of `a` at `index` (a prefix of a full index)."""
     depth = len(index)
     if depth == len(shape):
-        return _scalar(value_at(index), dtype_name)
+        return _scalar(a.item(*index), dtype_name)
     n = shape[depth]
     rows: Sequence[int | None] = range(n)
     if summarise and n > 2 * _EDGE:
         rows = [*range(_EDGE), None, *range(n - _EDGE, n)]
-    parts = ["..." if i is None else _block(value_at, shape, index + (i,), indent, summarise, dtype_name)
+    parts = ["..." if i is None else _block(a, shape, index + (i,), indent, summarise, dtype_name)
              for i in rows]
     below = len(shape) - depth
     if below == 1:
@@ -79,8 +78,9 @@ def _block(value_at, shape: tuple, index: tuple, indent: int, summarise: bool, d
     return "[" + separator.join(parts) + "]"
 
 
-def format_array(a, value_at) -> str:
-    """repr(a); value_at(a, index) reads the element at a full index."""
+def format_array(a) -> str:
+    """repr(a), for an exact Array; each element shown is read by a.item(*index),
+    which checks the index."""
     summarise = a.size > _THRESHOLD
     suffix = f", dtype={a.dtype.name}"
     if summarise or a.size == 0 and a.ndim != 1:
@@ -90,7 +90,7 @@ def format_array(a, value_at) -> str:
     if a.size == 0:
         return f"Array([]{suffix})"
     try:
-        body = _block(lambda index: value_at(a, index), a.shape, (), len("Array("), summarise, a.dtype.name)
+        body = _block(a, a.shape, (), len("Array("), summarise, a.dtype.name)
     except BufferError:  # memory the CPU cannot read
         body = f"<shape {a.shape}>"
     return f"Array({body}{suffix})"

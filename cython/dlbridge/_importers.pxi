@@ -168,28 +168,35 @@ cdef Array _shared_array(obj, device, bint copy_false):
         return a
     if hasattr(type(obj), "__dlpack__"):
         return _from_dlpack(obj, device, False if copy_false else None)
-    if hasattr(obj, "__cuda_array_interface__"):
-        return _from_cuda_array_interface(obj)
-    if _has_array_interface_data(obj):
-        return _from_array_interface(obj)
+    # Each interface is read once (a property may answer differently each
+    # time), and its dict copied (a dict subclass's methods may lie): what
+    # is checked is what is used.
+    interface = getattr(obj, "__cuda_array_interface__", _absent)
+    if interface is not _absent:
+        return _from_cuda_array_interface(obj, interface)
+    interface = getattr(obj, "__array_interface__", _absent)
+    if isinstance(interface, dict):
+        interface = dict(interface)
+        if isinstance(interface.get("data"), tuple):
+            return _from_array_interface(obj, interface)
     if PyObject_CheckBuffer(obj) and not isinstance(obj, str):
         return _from_buffer(obj)
-    if hasattr(obj, "__array_interface__"):
+    if interface is not _absent:
         raise BufferError("asarray: __array_interface__ without a (pointer, read_only) data tuple "
                           "needs the object to export the buffer protocol, and it does not")
     return None
 
 
-cdef bint _has_array_interface_data(obj):
-    try:
-        interface = obj.__array_interface__
-    except AttributeError:
-        return False
-    return isinstance(interface, dict) and isinstance(interface.get("data"), tuple)
+cdef object _absent = object()  # an attribute getattr did not find
 
 
-cdef tuple _shape_tuple(interface, str name):
+# The fields of an array interface's dict (a copy), each read once; tuples
+# are copied too (a tuple subclass may iterate differently each time).
+
+cdef tuple _shape_tuple(dict interface, str name):
     shape = interface.get("shape")
+    if isinstance(shape, tuple):
+        shape = tuple(shape)
     if not isinstance(shape, tuple) or not all(type(e) is int for e in shape):
         raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}")
     for axis, e in enumerate(shape):
@@ -198,17 +205,23 @@ cdef tuple _shape_tuple(interface, str name):
     return shape
 
 
-cdef void* _data_pointer(data, str name) except? NULL:
-    """The pointer of an interface's (pointer, read_only) data tuple."""
+cdef tuple _data_field(dict interface, str name):
+    """The (pointer, read_only) data tuple: the pointer an int in [0, 2**64),
+    read_only a bool."""
+    data = interface.get("data")
+    if isinstance(data, tuple):
+        data = tuple(data)
     if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is int):
         raise TypeError(f"{name}: data must be a (pointer, read_only) tuple, got {data!r}")
     if not 0 <= data[0] < 2**64:
         raise BufferError(f"{name}: expected a data pointer in [0, 2**64), got {data[0]}")
-    return <void*><uintptr_t>data[0]
+    return data[0], bool(data[1])
 
 
-cdef cpp.dtype _typestr_dtype(interface, str name) except *:
+cdef cpp.dtype _typestr_dtype(dict interface, str name) except *:
     typestr = interface.get("typestr")
+    if isinstance(typestr, str):
+        typestr = str.__str__(typestr)  # an exact str (a copy for a subclass, whose methods may lie)
     if not isinstance(typestr, str) or typestr[:1] not in ("<", ">", "|", "="):
         raise TypeError(f"{name}: typestr must be a NumPy typestr such as '<f4', got {typestr!r}")
     try:
@@ -217,11 +230,13 @@ cdef cpp.dtype _typestr_dtype(interface, str name) except *:
         raise BufferError(f"{name}: typestr {typestr!r} is not a supported native-endian type") from None
 
 
-cdef object _element_strides(interface, cpp.dtype t, Py_ssize_t ndim, str name):
+cdef object _element_strides(dict interface, cpp.dtype t, Py_ssize_t ndim, str name):
     """Byte strides to element strides; None (C order) when absent or None."""
     strides = interface.get("strides")
     if strides is None:
         return None
+    if isinstance(strides, tuple):
+        strides = tuple(strides)
     if not isinstance(strides, tuple) or len(strides) != ndim or not all(type(s) is int for s in strides):
         raise TypeError(f"{name}: strides must be None or a tuple of {ndim} ints, got {strides!r}")
     itemsize = t.itemsize()
@@ -234,17 +249,17 @@ cdef object _element_strides(interface, cpp.dtype t, Py_ssize_t ndim, str name):
     return tuple([s // itemsize for s in strides])
 
 
-cdef Array _from_cuda_array_interface(obj):
+cdef Array _from_cuda_array_interface(obj, interface):
     cdef str name = "__cuda_array_interface__"
-    interface = obj.__cuda_array_interface__
     if not isinstance(interface, dict):
         raise TypeError(f"{name} must be a dict, got {type(interface).__name__}")
+    interface = dict(interface)
     version = interface.get("version")
     if type(version) is not int or not 0 <= version <= 3:
         raise ValueError(f"{name}: expected version 0 to 3, got {version!r}")
-    if interface.get("mask") is not None:
-        raise BufferError(f"{name}: masked arrays are not supported (mask is {type(interface['mask']).__name__}, "
-                          f"expected None)")
+    mask = interface.get("mask")
+    if mask is not None:
+        raise BufferError(f"{name}: masked arrays are not supported (mask is {type(mask).__name__}, expected None)")
     stream = interface.get("stream")
     cdef cpp.cuda_stream producer = cpp.legacy_default_stream
     if stream is not None:
@@ -256,11 +271,10 @@ cdef Array _from_cuda_array_interface(obj):
             raise ValueError(f"{name}: {e}") from None
     shape = _shape_tuple(interface, name)
     cdef cpp.dtype t = _typestr_dtype(interface, name)
-    data = interface.get("data")
-    cdef void* pointer = _data_pointer(data, name)
+    address, readonly = _data_field(interface, name)
+    cdef void* pointer = <void*><uintptr_t>address
     strides = _element_strides(interface, t, len(shape), name)
-    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cuda_pointer_device(pointer),
-                                        shape, strides, bool(data[1]))
+    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cuda_pointer_device(pointer), shape, strides, readonly)
     if out.size() and stream is not None:
         # The producer's work may still be queued on its stream: the legacy
         # default stream waits for it (the host too, for pinned and managed
@@ -269,9 +283,8 @@ cdef Array _from_cuda_array_interface(obj):
     return wrap(out)
 
 
-cdef Array _from_array_interface(obj):
+cdef Array _from_array_interface(obj, dict interface):
     cdef str name = "__array_interface__"
-    interface = obj.__array_interface__
     version = interface.get("version", 3)
     if version not in (2, 3):
         raise ValueError(f"{name}: expected version 2 or 3, got {version!r}")
@@ -279,11 +292,10 @@ cdef Array _from_array_interface(obj):
         raise BufferError(f"{name}: masked arrays are not supported (mask must be None)")
     shape = _shape_tuple(interface, name)
     cdef cpp.dtype t = _typestr_dtype(interface, name)
-    data = interface["data"]
-    cdef void* pointer = _data_pointer(data, name)
+    address, readonly = _data_field(interface, name)
     strides = _element_strides(interface, t, len(shape), name)
-    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cpp.device(cpp.kDLCPU, 0),
-                                        shape, strides, bool(data[1]))
+    cdef cpp.tensor out = _adopt_object(obj, <void*><uintptr_t>address, t, cpp.device(cpp.kDLCPU, 0),
+                                        shape, strides, readonly)
     return wrap(out)
 
 
@@ -392,7 +404,7 @@ cdef _discover(obj, list shape, int depth, list leaves):
                              f"sequences of depth {len(shape)} elsewhere")
         if isinstance(obj, (str, bytes)):
             raise TypeError(f"asarray: strings are not numbers, got {obj!r}")
-        leaves.append(obj)
+        leaves.append(_scalar_once(obj))
 
 
 cdef Array _from_sequence(obj, DType want):
@@ -403,17 +415,20 @@ cdef Array _from_sequence(obj, DType want):
     cdef Py_ssize_t i
     if dt is None:
         dt = as_dtype("float64") if not leaves else _common_dtype(leaves)
-    cdef int64_t[64] dims
-    for i in range(len(shape)):
-        dims[i] = shape[i]
-    cdef cpp.tensor t = cpp.tensor.empty(cpp.extents_t(dims, len(shape)), dt.value)
+    cdef vector[int64_t] dims = shape
+    cdef cpp.tensor t = cpp.tensor.empty(cpp.extents_t(dims.data(), dims.size()), dt.value)
+    # _discover found one leaf per element; the writes are bounded by the
+    # array's own size all the same.
+    if len(leaves) != t.size():
+        raise ValueError(f"asarray: ragged nested sequence: {len(leaves)} scalars for shape {tuple(shape)}")
     cdef bint packed = dt.value.is_subbyte()
     cdef int64_t itemsize = dt.value.itemsize()
     cdef char* base = <char*>t.data()
     if packed:
         memset(base, 0, t.nbytes())
     for i in range(len(leaves)):
-        _store_python(dt.value, base if packed else base + i * itemsize, leaves[i], i if packed else 0)
+        cpp.store(dt.value, base if packed else base + i * itemsize, _element_value(dt.value, leaves[i]),
+                  i if packed else 0)
     return wrap(t)
 
 

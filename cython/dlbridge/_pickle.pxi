@@ -9,6 +9,8 @@ cdef class _Bytes:
     cdef bint readonly
 
     def __getbuffer__(self, Py_buffer* buffer, int flags):
+        if self.a is None:  # made by _Bytes.__new__, which Python code can reach
+            raise BufferError("this _Bytes holds no array: only Array.__reduce_ex__ makes one that does")
         PyBuffer_FillInfo(buffer, self, self.a.t.data(), self.a.t.nbytes(), self.readonly, flags)
 
 
@@ -28,16 +30,14 @@ def _from_pickle(data, str dtype, shape, bint readonly):
         free(view)
         raise
     cdef cpp.tensor t
-    cdef int64_t[64] dims
+    cdef vector[int64_t] dims = shape
     cdef bint handed_over = False
     try:
         if view.len != nbytes:
             raise ValueError(f"{name}: {dt.name} of shape {shape} takes {nbytes} bytes; the pickle holds {view.len}")
         if readonly or not view.readonly:
-            for i, e in enumerate(shape):
-                dims[i] = e
             handed_over = True  # adopt releases the buffer from here on, on failure too
-            t = cpp.tensor.adopt(view.buf, dt.value, cpp.device(cpp.kDLCPU, 0), cpp.extents_t(dims, len(shape)),
+            t = cpp.tensor.adopt(view.buf, dt.value, cpp.device(cpp.kDLCPU, 0), cpp.extents_t(dims.data(), dims.size()),
                                  cpp.extents_t(), readonly or view.readonly, cpp.release_buffer, view)
         else:
             t = _allocate(shape, dt, None, name)

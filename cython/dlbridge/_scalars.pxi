@@ -25,9 +25,10 @@ cdef int _scalar_kind(value) except -1:
     if isinstance(value, complex):
         return 3
     dtype = getattr(value, "dtype", None)
-    if dtype is not None and getattr(value, "shape", ()) != ():
-        raise TypeError(f"expected a scalar, got an array of shape {value.shape}")
-    if dtype is not None and getattr(value, "shape", None) == ():
+    shape = getattr(value, "shape", None) if dtype is not None else None  # each attribute read once
+    if shape is not None and shape != ():
+        raise TypeError(f"expected a scalar, got an array of shape {shape}")
+    if shape == ():
         code = as_dtype(dtype).value.code
         if code == cpp.kDLBool:
             return 0
@@ -60,13 +61,28 @@ cdef cpp.scalar _from_python(value) except *:
     return cpp.scalar.from_complex(c.real, c.imag)
 
 
-cdef void _store_python(cpp.dtype t, void* p, value, int64_t index) except *:
+cdef cpp.scalar _element_value(cpp.dtype t, value) except *:
+    """`value` read once, as the scalar an element of type `t` stores: what
+    is checked is what is stored (a value's __index__ or __float__ may answer
+    differently the next time)."""
     cdef cpp.scalar s = _from_python(value)
     if s.k == cpp.scalar_kind.complex and t.code != cpp.kDLComplex:
-        raise TypeError(f"cannot store complex value {value!r} in a {dtype_from_cpp(t).name} array")
+        raise TypeError(f"cannot store complex value {_to_python(s)!r} in a {dtype_from_cpp(t).name} array")
     if not cpp.fits(t, s):
-        raise OverflowError(f"Python int {value} is out of bounds for {dtype_from_cpp(t).name}")
-    cpp.store(t, p, s, index)
+        raise OverflowError(f"Python int {_to_python(s)} is out of bounds for {dtype_from_cpp(t).name}")
+    return s
+
+
+cdef object _scalar_once(value):
+    """`value` read once: Python's bool, int, float and complex, and 0-d
+    values with a dtype (NumPy's scalars and 0-d arrays, whose dtype counts),
+    as they are; anything else as the Python scalar its __index__, __float__
+    or __complex__ gives now, which may not be what it gives next time."""
+    if type(value) in (bool, int, float, complex):
+        return value
+    if getattr(value, "dtype", None) is not None and getattr(value, "shape", None) == ():
+        return value
+    return _to_python(_from_python(value))
 
 
 cdef DType _dtype_of_value(value):

@@ -1,12 +1,15 @@
 cimport dlbridge.cpp as cpp
 
 
+# Both never change once made (__init__ runs once): arrays share them.
 cdef class DType:
     cdef cpp.dtype value
+    cdef bint initialised
 
 
 cdef class Device:
     cdef cpp.device value
+    cdef bint initialised
 
 
 cdef DType dtype_from_cpp(cpp.dtype t)

@@ -1,6 +1,7 @@
 # cython: language_level=3
 """DType and Device: the value types of dlbridge."""
 import enum
+import operator
 
 from libcpp.optional cimport optional
 
@@ -31,11 +32,16 @@ cdef class DType:
     ``"float8_e4m3fn"``), a NumPy typestr (``"<f4"``, ``"f4"``), a NumPy or
     ml_dtypes dtype or scalar type, a PyTorch dtype, a Python type (``bool``,
     ``int``, ``float``, ``complex``) or a ``(code, bits[, lanes])`` tuple.
-    Unknown specs raise TypeError naming what was received.
+    Unknown specs raise TypeError naming what was received. A DType never
+    changes once made.
     """
 
     def __init__(self, spec):
-        self.value = as_dtype(spec).value
+        cdef cpp.dtype value = as_dtype(spec).value
+        if self.initialised:  # checked after as_dtype, which may run Python code
+            raise _initialised_again(self)
+        self.value = value
+        self.initialised = True
 
     @property
     def code(self):
@@ -100,6 +106,7 @@ cdef _init_dtypes():
         t = cpp.dtype_table[i].type
         d = DType.__new__(DType)
         (<DType>d).value = t
+        (<DType>d).initialised = True
         _dtypes[(t.code, t.bits, t.lanes)] = d
         _dtype_names[d.name] = d
     for alias, target in (("bool_", "bool"), ("float", "float64"), ("int", "int64"),
@@ -113,6 +120,14 @@ cdef _init_dtypes():
 
 
 _init_dtypes()
+
+
+cdef object _initialised_again(object made):
+    """The error of __init__ called on a DType or Device already made: shared
+    ones (every array's dtype, as_device("cpu")) would change under their users."""
+    kind = "DType" if isinstance(made, DType) else "Device"
+    return ValueError(f"{kind}.__init__ was called on an initialised {type(made).__name__} ({made}): a {kind} never "
+                      f"changes once made; make a new one instead")
 
 
 cdef bint _all_ints(tuple values):
@@ -143,11 +158,13 @@ cpdef DType as_dtype(object spec):
         found = _from_typestr(spec)
         if found is not None:
             return <DType>found
-    if isinstance(spec, tuple) and 2 <= len(spec) <= 3 and _all_ints(spec):
-        found = _dtypes.get((spec[0], spec[1], spec[2] if len(spec) == 3 else 1))
-        if found is not None:
-            return <DType>found
-        raise TypeError(f"dtype {spec!r} is not a supported DLPack (code, bits, lanes) triple")
+    if isinstance(spec, tuple):
+        spec = tuple(spec)  # read once (a tuple subclass may iterate differently each time)
+        if 2 <= len(spec) <= 3 and _all_ints(spec):
+            found = _dtypes.get((spec[0], spec[1], spec[2] if len(spec) == 3 else 1))
+            if found is not None:
+                return <DType>found
+            raise TypeError(f"dtype {spec!r} is not a supported DLPack (code, bits, lanes) triple")
     module = getattr(type(spec), "__module__", "") or ""
     if isinstance(spec, type):
         module = getattr(spec, "__module__", "") or ""
@@ -155,8 +172,8 @@ cpdef DType as_dtype(object spec):
             # A NumPy or ml_dtypes scalar type: NumPy is already imported.
             import numpy
             return as_dtype(numpy.dtype(spec))
-    elif module.startswith("torch") and str(spec).startswith("torch."):
-        found = _dtype_names.get(str(spec)[6:])
+    elif module.startswith("torch") and (text := str(spec)).startswith("torch."):
+        found = _dtype_names.get(text[6:])
         if found is not None:
             return <DType>found
     elif hasattr(spec, "kind") and hasattr(spec, "itemsize") and hasattr(spec, "byteorder"):
@@ -175,6 +192,7 @@ cdef class Device:
     ``Device("cpu")``, ``Device("cuda", 1)``, ``Device("cuda:1")``,
     ``Device(DeviceType.CUDA, 1)`` and ``Device((2, 1))`` (what
     ``__dlpack_device__`` returns) all work, as do ``torch.device`` objects.
+    A Device never changes once made.
     """
 
     def __init__(self, type, id=None):
@@ -184,10 +202,13 @@ cdef class Device:
         else:
             if not isinstance(type, (str, int)):
                 raise TypeError(f"device type must be a name or a DeviceType, got {type!r}")
-            if isinstance(type, str) and ":" in type:
+            if isinstance(type, str) and ":" in str.__str__(type):
                 raise ValueError(f"give the device id once, got {type!r} and id {id!r}")
             d = as_device((type, id))
+        if self.initialised:  # checked after as_device, which may run Python code
+            raise _initialised_again(self)
         self.value = d.value
+        self.initialised = True
 
     @property
     def type(self):
@@ -227,6 +248,7 @@ cdef class Device:
 cdef Device device_from_cpp(cpp.device d):
     cdef Device out = Device.__new__(Device)
     out.value = d
+    out.initialised = True
     return out
 
 
@@ -248,13 +270,15 @@ cpdef Device as_device(object spec):
         return <Device>spec
     if type(spec) is str and spec == "cpu":
         return _cpu
+    # Each part of the spec is read once, into exact strs, ints and tuples,
+    # before it is checked: a subclass's methods may answer differently each time.
     if isinstance(spec, str):
-        name, sep, index = spec.partition(":")
+        name, sep, index = str.__str__(spec).partition(":")
         if sep and not (index.isdigit() and index.isascii()):
             raise ValueError(f"device id in {spec!r} must be a non-negative integer")
         spec = (name, int(index) if sep else 0)
     elif isinstance(spec, tuple):
-        pass
+        spec = tuple(spec)
     elif type(spec).__module__ == "torch" and type(spec).__name__ == "device":
         spec = (spec.type, spec.index or 0)
     elif hasattr(spec, "platform") and hasattr(spec, "id"):  # a JAX device
@@ -267,9 +291,14 @@ cpdef Device as_device(object spec):
     if isinstance(kind, bool) or isinstance(index, bool):
         raise TypeError(f"a device is (type, id), got {spec!r}")
     if isinstance(kind, str):
-        if kind not in _device_names:
+        found = _device_names.get(str.__str__(kind))
+        if found is None:
             raise ValueError(f"unknown device type {kind!r}; expected one of {_device_choices}")
-        kind = _device_names[kind]
+        kind = found
+    if isinstance(kind, int):
+        kind = operator.index(kind)  # the int's own value: an int subclass may compare as it likes
+    if isinstance(index, int):
+        index = operator.index(index)
     if not isinstance(kind, int) or not 0 <= kind < 2**31 or not cpp.is_dlpack_device_type(kind):
         raise ValueError(f"device type {kind!r} is not a DLPack device type")
     if not isinstance(index, int) or not 0 <= index < 2**31:
