@@ -35,7 +35,7 @@ sys.exit(in_venv or not os.path.exists(os.path.join(sysconfig.get_path("stdlib")
     python="$root/.venv/bin/python"
     export PATH="$root/.venv/bin:$PATH"  # its meson, ninja and cython, as if activated
   fi
-  echo "== Python: $python ($("$python" --version 2>&1))"
+  echo "== Python: $(command -v "$python") ($("$python" --version 2>&1))"
 }
 
 # debian_packages PACKAGE...: installs those that are missing (apt-get, as
