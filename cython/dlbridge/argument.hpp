@@ -103,6 +103,9 @@ class array_argument {
 
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
   array_argument(PyObject* object, const char* function, const char* name) {
+    // A NULL object from a call that failed: its exception is set, and no
+    // Python code may run (get_argument_api imports) before it is raised.
+    if (!object && PyErr_Occurred()) throw python_error_already_set{};
     const argument_api& api = get_argument_api();
     if (object && Py_TYPE(object) == api.array_type) {  // (borrow answers a NULL object)
       // The commonest input takes no call: the Array's own tensor, validated
