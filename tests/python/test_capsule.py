@@ -563,7 +563,8 @@ def test_producer_returning_a_non_capsule_raises_type_error(returned):
 
 
 class Refusing:
-    """Its methods raise `error`; `dtype` as given (absent: None)."""
+    """A producer whose `method` raises `error`; with a `dtype` attribute
+    only where one is given."""
 
     def __init__(self, error, method, dtype=None):
         self.error, self.method = error, method
