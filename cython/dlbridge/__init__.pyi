@@ -81,10 +81,11 @@ class _CudaArrayInterface(_ArrayInterface):
 class _CudaStream(Protocol):
     def __cuda_stream__(self) -> tuple[int, int]: ...
 
+# A DLPack producer: __dlpack_device__ is asked where it exists (without it,
+# the device is the tensor's, as NumPy and nanobind read it).
 class _SupportsDLPack(Protocol):
     def __dlpack__(self, *, stream: Any = ..., max_version: tuple[int, int] | None = ...,
                    dl_device: tuple[int, int] | None = ..., copy: bool | None = ...) -> CapsuleType: ...
-    def __dlpack_device__(self) -> tuple[int, int]: ...
 
 _Index: TypeAlias = SupportsIndex | slice | EllipsisType | None
 

@@ -2,7 +2,7 @@
 # _importers.pxi): any framework's array as a validated DLTensor borrowed for
 # the length of a call, for dlbridge/argument.hpp (array_argument<View>),
 # published as the capsule _argument_api.
-from cpython.exc cimport PyErr_Clear
+from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 
 
 cdef int _borrow_validated(cpp.borrowed_array* out) except -1:
@@ -22,15 +22,26 @@ cdef int _borrow_array(Array a, cpp.borrowed_array* out, bint own) except -1:
     return 0
 
 
+cdef str _label(const char* function, const char* name):
+    return cpp.argument_label(function, name).decode("utf-8", "replace")
+
+
 cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, const char* name) noexcept:
     """The fastest route for each producer: an exact ndarray's fields; an
     Array's own tensor; a C exchange table's dltensor_from_py_object_no_sync
     (host memory: GPU data goes through from_dlpack, which orders streams);
     anything else through asarray's protocols without a copy, whose Array is
-    kept. An object with no array protocol is TypeError, as a wrong argument."""
+    kept. An object with no array protocol is TypeError, as a wrong argument.
+    NULL names are left out of messages (argument.hpp says how)."""
     cdef const cpp.DLPackExchangeAPI* api
     cdef Array a
     try:
+        if obj == NULL:
+            if PyErr_Occurred() != NULL:
+                return -1  # the object came from a call that failed: its error stands
+            raise ValueError(f"{_label(function, name)}: expected an object, got NULL")
+        if out == NULL:
+            raise ValueError(f"{_label(function, name)}: expected a borrowed_array to fill, got out=NULL")
         if is_ndarray_type(Py_TYPE(<object>obj)) and borrow_ndarray(obj, out[0]):
             return _borrow_validated(out)
         x = <object>obj
@@ -51,8 +62,8 @@ cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, c
                 return _borrow_validated(out)
         a = _shared_array(x, None, True)
         if a is None:
-            raise TypeError(f"{function.decode()}(): argument '{name.decode()}': expected an array (an object with "
-                            f"__dlpack__, __cuda_array_interface__, __array_interface__ or the buffer protocol), "
+            raise TypeError(f"{_label(function, name)}: expected an array (an object with __dlpack__, "
+                            f"__cuda_array_interface__, __array_interface__ or the buffer protocol), "
                             f"got {type(x).__name__}")
         return _borrow_array(a, out, True)
     except BaseException as e:

@@ -43,6 +43,14 @@ cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
     cbool is_ndarray_type(PyTypeObject*) noexcept
     cbool borrow_ndarray "dlb::python::numpy::borrow"(PyObject*, cpp.borrowed_array&) noexcept
 
+
+def _reads_ndarray_fields(x):
+    """Whether from_dlpack(x) and array arguments take the route that reads
+    x's own fields (x is an exact numpy.ndarray and NumPy's C API is
+    imported), for the tests."""
+    return is_ndarray_type(Py_TYPE(x))
+
+
 cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
     cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error
     void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error

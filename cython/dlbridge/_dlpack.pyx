@@ -8,6 +8,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, uint64_t
+from libcpp.optional cimport optional
 
 cimport dlbridge.cpp as cpp
 
@@ -92,21 +93,47 @@ cdef tuple _names_stream_only = ("stream",)
 
 
 cdef _not_a_producer(object producer):
-    return AttributeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), "
-                          f"got {type(producer).__name__}")
+    return TypeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), got "
+                     f"{type(producer).__name__}; use dlbridge.asarray for sequences, scalars and other array-likes")
 
 
-cdef cpp.DLDevice dlpack_device(object producer) except *:
+cdef bint _lacks(object producer, str method):
+    """type(producer) has no `method`: an AttributeError from calling it is
+    not the method's own."""
+    return getattr(type(producer), method, None) is None
+
+
+cdef _producer_error(error, object producer, str method):
+    """A producer's BufferError or TypeError (the answers a caller acts on),
+    in its own words, with the producer named and its dtype where it has one;
+    to raise from the original. (Other exceptions are the producer's failures,
+    and stand as they are.)"""
+    try:
+        got = f"; got dtype {producer.dtype}"
+    except Exception:
+        got = ""
+    kind = BufferError if isinstance(error, BufferError) else TypeError
+    return kind(f"{error} (from {type(producer).__name__}.{method}(){got})")
+
+
+cdef optional[cpp.DLDevice] dlpack_device(object producer) except *:
     """The producer's __dlpack_device__(), checked: TypeError for what is not
-    a pair of ints, BufferError for a device DLPack does not define."""
+    a pair of ints, BufferError for a device DLPack does not define; no value
+    where the producer has no __dlpack_device__ (the device is then the
+    tensor's, once imported, as NumPy and nanobind read it)."""
+    cdef optional[cpp.DLDevice] out
     cdef PyObject* args[1]
     args[0] = <PyObject*>producer
     try:
         device = PyObject_VectorcallMethod("__dlpack_device__", args, 1, NULL)
     except AttributeError:
-        if getattr(type(producer), "__dlpack__", None) is None:
+        if not _lacks(producer, "__dlpack_device__"):
+            raise
+        if _lacks(producer, "__dlpack__"):
             raise _not_a_producer(producer) from None
-        raise
+        return out
+    except (BufferError, TypeError) as e:
+        raise _producer_error(e, producer, "__dlpack_device__") from e
     cdef long long kind, index
     cdef int overflow = 0
     if (not PyTuple_CheckExact(device) or PyTuple_GET_SIZE(device) != 2
@@ -119,9 +146,10 @@ cdef cpp.DLDevice dlpack_device(object producer) except *:
     if overflow or not cpp.is_dlpack_device_type(kind) or not 0 <= index < 2**31:
         raise BufferError(f"from_dlpack: __dlpack_device__() returned {device!r}, which is not a DLPack "
                           f"device (a DLDeviceType code and a device id >= 0)")
-    cdef cpp.DLDevice out
-    out.device_type = <cpp.DLDeviceType>kind
-    out.device_id = <int32_t>index
+    cdef cpp.DLDevice said
+    said.device_type = <cpp.DLDeviceType>kind
+    said.device_id = <int32_t>index
+    out = said
     return out
 
 
@@ -143,11 +171,15 @@ cdef object call_dlpack(object producer, object stream, object copy):
     names = (_names_stream_copy if copy is not None else _names_stream) if stream is not None else \
             (_names_copy if copy is not None else _names)
     try:
-        return PyObject_VectorcallMethod("__dlpack__", args, 1, <PyObject*>names)
+        try:
+            return PyObject_VectorcallMethod("__dlpack__", args, 1, <PyObject*>names)
+        except TypeError:
+            pass
+        return PyObject_VectorcallMethod("__dlpack__", args, 1,
+                                         <PyObject*>_names_stream_only if stream is not None else NULL)
     except AttributeError:
-        if getattr(type(producer), "__dlpack__", None) is None:
+        if _lacks(producer, "__dlpack__"):
             raise _not_a_producer(producer) from None
         raise
-    except TypeError:
-        pass
-    return PyObject_VectorcallMethod("__dlpack__", args, 1, <PyObject*>_names_stream_only if stream is not None else NULL)
+    except (BufferError, TypeError) as e:
+        raise _producer_error(e, producer, "__dlpack__") from e

@@ -30,9 +30,12 @@ def from_dlpack(x, /, *, device=None, copy=None):
     exchange API of ``type(x)`` when it has one (PyTorch does) and neither
     ``device`` nor ``copy`` is given; otherwise asks ``x.__dlpack__`` for a
     DLPack 1.3 capsule, falling back to the legacy protocol for producers
-    older than DLPack 1.0. ``copy=True`` always
+    older than DLPack 1.0 (a producer with no ``__dlpack_device__`` is
+    taken too: its tensor says where the data is). ``copy=True`` always
     copies (the result is writable); ``copy=False`` raises ValueError if a copy
-    would be needed; ``device`` asks for the data on another device.
+    would be needed; ``device`` asks for the data on another device. An
+    object with no ``__dlpack__`` is TypeError: ``asarray`` takes sequences,
+    scalars and the other array protocols.
     """
     return _from_dlpack(x, device, copy)
 
@@ -48,7 +51,7 @@ cdef Array _from_dlpack(x, device, copy):
             return a
     cdef bint copied = False
     cdef bint moving = False
-    cdef cpp.DLDevice source
+    cdef optional[cpp.DLDevice] source
     cdef cpp.tensor t
     cdef Device target = None
     if copy is not None and type(copy) is not bool:
@@ -63,19 +66,20 @@ cdef Array _from_dlpack(x, device, copy):
         # Asked first, as the protocol asks of consumers: a device DLPack does
         # not define is refused before __dlpack__ runs.
         source = dlpack_device(x)
-        if target is not None:
-            moving = ((source.device_type, source.device_id) != (target.value.type, target.value.id)
-                      and not _host_to_cpu(source.device_type, target))
-            if moving and copy is False:
-                raise ValueError(f"from_dlpack: copy=False, but moving data from device "
-                                 f"{(<int>source.device_type, source.device_id)} to {target} needs a copy")
+        if source.has_value():
+            moving = _moving(source.value().device_type, source.value().device_id, target, copy)
         # dlbridge's GPU work is ordered on the legacy default stream: CUDA
         # producers are told so (stream 1), so that they order their own
-        # streams' work before it. dlbridge moves data itself, so a copy
-        # asked of the producer would be a second one.
-        t = import_capsule(call_dlpack(x, _legacy_stream if source.device_type == cpp.kDLCUDA
-                                       or source.device_type == cpp.kDLCUDAManaged else None,
+        # streams' work before it. One with no __dlpack_device__ is told no
+        # stream, which DLPack reads as that same stream on CUDA and ROCm
+        # (the producer may wait for more than it must). dlbridge moves data
+        # itself, so a copy asked of the producer would be a second one.
+        t = import_capsule(call_dlpack(x, _legacy_stream if source.has_value() and (
+                                           source.value().device_type == cpp.kDLCUDA
+                                           or source.value().device_type == cpp.kDLCUDAManaged) else None,
                                        None if moving else copy), &copied)
+        if not source.has_value():
+            moving = _moving(t.get_device().type, t.get_device().id, target, copy)  # the tensor's device
         if t.get_device().type == cpp.kDLCUDAManaged:
             order_after_producer(t, cpp.legacy_default_stream)  # the host may read it next
     if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
@@ -90,6 +94,18 @@ cdef Array _from_dlpack(x, device, copy):
 
 
 cdef object _legacy_stream = cpp.legacy_default_stream
+
+
+cdef bint _moving(int source_type, int source_id, Device target, copy) except -1:
+    """Whether data on device (source_type, source_id) must be copied to reach
+    `target` (None: it stays); ValueError where it must and copy is False."""
+    if (target is None or (source_type, source_id) == (target.value.type, target.value.id)
+            or _host_to_cpu(source_type, target)):
+        return False
+    if copy is False:
+        raise ValueError(f"from_dlpack: copy=False, but moving data from device {(source_type, source_id)} "
+                         f"to {target} needs a copy")
+    return True
 
 
 cdef bint _host_to_cpu(int source_type, Device target):

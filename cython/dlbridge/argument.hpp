@@ -9,6 +9,12 @@
 // TypeError naming the function and the argument; a tensor DLPack cannot
 // describe is BufferError, as in from_dlpack. Create and destroy arguments
 // with the GIL held; the view may be used without it while the argument lives.
+//
+// NULL, wherever a pointer is taken here: a NULL function or argument name is
+// left out of the messages ("argument 'x': ...", "row_sums(): argument: ...",
+// as CPython words an argument it cannot name); a NULL object is an error,
+// the Python exception already set (as when the object came from a call that
+// failed) or else ValueError; a NULL `out` of argument_api::borrow is ValueError.
 #pragma once
 
 #include <Python.h>
@@ -43,7 +49,8 @@ struct argument_api {
   PyTypeObject* array_type;
   std::ptrdiff_t tensor_offset;
   // Fills `out` from `object`: 0, or -1 with a Python exception set
-  // (TypeError naming `function` and `name` where object is no array).
+  // (TypeError naming `function` and `name` where object is no array; either
+  // name may be NULL, see argument_label).
   int (*borrow)(PyObject* object, borrowed_array* out, const char* function, const char* name);
 };
 inline constexpr std::uint32_t argument_api_version = 2;
@@ -70,11 +77,20 @@ inline const argument_api& get_argument_api() {
   return *api;
 }
 
+// How an argument's errors begin: "row_sums(): argument 'x'". A NULL
+// function is left out and a NULL name leaves "argument", as CPython words
+// the arguments of a function it cannot name.
+[[nodiscard]] inline std::string argument_label(const char* function, const char* name) {
+  std::string label = function ? std::string(function) + "(): argument" : std::string("argument");
+  if (name) label += std::string(" '") + name + "'";
+  return label;
+}
+
 // The TypeError of an argument whose tensor does not fit the view. Out of
 // line, so that the converter's success path stays small enough to inline.
 [[noreturn, gnu::noinline]] inline void throw_mismatch(const import_error& error, const char* function,
                                                        const char* name) {
-  std::string m = std::string(function) + "(): argument '" + name + "': ";
+  std::string m = argument_label(function, name) + ": ";
   if (error.axis >= 0) m += "axis " + std::to_string(error.axis) + ": ";
   throw argument_mismatch(m + "expected " + error.expected + ", got " + error.received);
 }
@@ -87,8 +103,11 @@ class array_argument {
 
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
   array_argument(PyObject* object, const char* function, const char* name) {
+    // A NULL object from a call that failed: its exception is set, and no
+    // Python code may run (get_argument_api imports) before it is raised.
+    if (!object && PyErr_Occurred()) throw python_error_already_set{};
     const argument_api& api = get_argument_api();
-    if (Py_TYPE(object) == api.array_type) {
+    if (object && Py_TYPE(object) == api.array_type) {  // (borrow answers a NULL object)
       // The commonest input takes no call: the Array's own tensor, validated
       // when it was made. (An Array holding none goes the long way, to its error.)
       const auto& t = *reinterpret_cast<const tensor*>(reinterpret_cast<const char*>(object) + api.tensor_offset);

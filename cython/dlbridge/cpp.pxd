@@ -409,10 +409,13 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
     # with `ctypedef cpp.array_argument[rows_view] rows_arg`; then rows.view().
     # TypeError names the function and argument where a valid array does not
     # fit the view; BufferError where the producer's tensor is malformed.
+    # Either name may be NULL: it is left out of the message.
     cdef cppclass array_argument[V]:
         array_argument()
         array_argument(object, const char*, const char*) except +raise_python_error
         const V& view() noexcept nogil  # usable without the GIL while the argument lives
+    # How the argument's errors begin: "row_sums(): argument 'x'".
+    string argument_label(const char* function, const char* name) except +raise_python_error
 
     # The converter's C interface, for dlbridge itself (argument.hpp uses it).
     struct borrowed_array:

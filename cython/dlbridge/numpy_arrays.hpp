@@ -22,20 +22,29 @@ static_assert(sizeof(npy_intp) == sizeof(std::int64_t), "NumPy's extents are DLP
 // The exact ndarray type, once NumPy's C API is imported; nullptr before.
 inline PyTypeObject* ndarray_type = nullptr;
 
-// Whether `type` is numpy.ndarray, importing NumPy's C API the first time
-// one arrives. Sets no Python exception.
-inline bool is_ndarray_type(PyTypeObject* type) {
-  if (ndarray_type) return type == ndarray_type;
-  static bool tried = false;
-  if (tried || std::strcmp(type->tp_name, "numpy.ndarray") != 0) return false;
-  tried = true;
-  if (_import_array() < 0) {  // NumPy is loaded (an ndarray exists): this imports nothing new
+// Imports NumPy 2's C API, only where NumPy's core module is already loaded:
+// a type merely named numpy.ndarray (which may come first) then imports
+// nothing, and an import that fails costs lookups, never a search of
+// sys.path. A failure is not final: the next ndarray tries again (NumPy may
+// have been half loaded). Sets no Python exception.
+[[nodiscard, gnu::noinline]] inline bool import_ndarray_type() {
+  static PyObject* const core_name = PyUnicode_InternFromString("numpy._core._multiarray_umath");
+  PyObject* core = core_name ? PyImport_GetModule(core_name) : nullptr;
+  const bool loaded = core && PyModule_Check(core);
+  Py_XDECREF(core);
+  if (!loaded || _import_array() < 0 || PyArray_RUNTIME_VERSION < NPY_2_0_API_VERSION) {  // 1.x descriptors differ
     PyErr_Clear();
     return false;
   }
-  if (PyArray_RUNTIME_VERSION < NPY_2_0_API_VERSION) return false;  // 1.x descriptors differ
   ndarray_type = &PyArray_Type;
-  return type == ndarray_type;
+  return true;
+}
+
+// Whether `type` (never NULL) is numpy.ndarray, importing NumPy's C API when
+// a type of that name arrives, until that succeeds. Sets no Python exception.
+[[nodiscard]] inline bool is_ndarray_type(PyTypeObject* type) {
+  if (ndarray_type) return type == ndarray_type;
+  return std::strcmp(type->tp_name, "numpy.ndarray") == 0 && import_ndarray_type() && type == ndarray_type;
 }
 
 // The DLPack dtype of a NumPy type number, or code 0xff where DLPack has none

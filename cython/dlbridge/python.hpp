@@ -74,10 +74,10 @@ void keeping_exception(F&& f) {
 
 // Release functions for dlb::tensor. They run on whichever thread drops the
 // last reference, and after interpreter shutdown they leak rather than touch
-// a dead interpreter.
+// a dead interpreter. A NULL context releases nothing.
 template <class Managed>
 void release_managed(void* m) {
-  if (!Py_IsInitialized()) return;  // the producer's deleter may need Python
+  if (!m || !Py_IsInitialized()) return;  // the producer's deleter may need Python
   keeping_exception([m] { tensor::call_deleter<Managed>(m); });
 }
 
@@ -89,7 +89,7 @@ inline void release_object(void* object) {
 }
 
 inline void release_buffer(void* view) {
-  if (!Py_IsInitialized()) return;
+  if (!view || !Py_IsInitialized()) return;
   const PyGILState_STATE gil = PyGILState_Ensure();
   keeping_held_exception([view] { PyBuffer_Release(static_cast<Py_buffer*>(view)); });
   PyGILState_Release(gil);
@@ -109,7 +109,7 @@ inline PyObject* collectable_owner(const tensor& t) noexcept {
   if (!k) return nullptr;
   PyObject* owner = nullptr;
   if (k->release_function() == release_object) owner = static_cast<PyObject*>(k->context());
-  if (k->release_function() == release_buffer) owner = static_cast<Py_buffer*>(k->context())->obj;
+  if (k->release_function() == release_buffer && k->context()) owner = static_cast<Py_buffer*>(k->context())->obj;
   return owner && PyType_IS_GC(Py_TYPE(owner)) ? owner : nullptr;
 }
 

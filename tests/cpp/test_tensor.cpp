@@ -589,6 +589,33 @@ TEST_CASE("tensor: legacy import calls the deleter once when validation fails") 
                        dlb::import_failure);
 }
 
+TEST_CASE("tensor: import of NULL is invalid_argument, with nothing to release") {
+  static int releases = 0;
+  const auto release = [](void*) { ++releases; };
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::import(static_cast<dlb::DLManagedTensorVersioned*>(nullptr), release),
+                       "tensor::import: expected a DLManagedTensorVersioned, got NULL", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::import(static_cast<dlb::DLManagedTensor*>(nullptr), true, release),
+                       "tensor::import: expected a DLManagedTensor, got NULL", std::invalid_argument);
+  CHECK(releases == 0);
+}
+
+TEST_CASE("tensor: import with no release function releases nothing, even when it refuses the tensor") {
+  counter c;
+  std::vector<float> buf(4);
+  auto* v = make_versioned(c, buf.data(), f32, vec{4});
+  v->dl_tensor.ndim = 70;
+  CHECK_THROWS_AS((void)dlb::tensor::import(v, nullptr), dlb::import_failure);
+  auto* m = make_legacy(c, buf.data(), f32, vec{4});
+  m->dl_tensor.ndim = 70;
+  CHECK_THROWS_AS((void)dlb::tensor::import(m, true, nullptr), dlb::import_failure);
+  auto* valid = make_versioned(c, buf.data(), f32, vec{4});
+  { const dlb::tensor kept = dlb::tensor::import(valid, nullptr); }
+  CHECK(c.calls == 0);
+  for (auto* deleted : {v, valid}) dlb::tensor::call_deleter<dlb::DLManagedTensorVersioned>(deleted);  // the test's
+  dlb::tensor::call_deleter<dlb::DLManagedTensor>(m);
+  CHECK(c.calls == 3);
+}
+
 // ---------------------------------------------------------------------------
 // The deleter and threads
 

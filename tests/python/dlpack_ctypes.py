@@ -175,10 +175,11 @@ class ManagedTensor:
         return _api.PyCapsule_New(self.address, _static_name(name), None)
 
 
-class Producer:
-    """A minimal DLPack producer: `__dlpack__` hands out one prepared capsule.
+class DevicelessProducer:
+    """A minimal DLPack producer with `__dlpack__` alone, which hands out one
+    prepared capsule (no `__dlpack_device__`: the tensor says where it is).
 
-    It plays the producer's capsule destructor too: when the Producer goes,
+    It plays the producer's capsule destructor too: when the producer goes,
     a capsule that was not consumed (its name does not start with "used_")
     has the deleter called, as DLPack's python_spec asks. (A real destructor
     written as a ctypes callback cannot run safely while an exception is in
@@ -186,23 +187,30 @@ class Producer:
     __del__ saves and restores the pending exception.)
     """
 
-    def __init__(self, managed: ManagedTensor, name: bytes | None = ..., device=(1, 0)):
+    def __init__(self, managed: ManagedTensor, name: bytes | None = ...):
         self.managed = managed
         self.capsule = managed.capsule(name)
-        self._device = device
         self.calls: list[dict] = []
 
     def __dlpack__(self, **kwargs):
         self.calls.append(kwargs)
         return self.capsule
 
-    def __dlpack_device__(self):
-        return self._device
-
     def __del__(self):
         name = capsule_name(self.capsule)
         if name is None or not name.startswith(b"used_"):
             _count_deleter_call(self.managed.address)
+
+
+class Producer(DevicelessProducer):
+    """A DevicelessProducer whose `__dlpack_device__` returns `device`."""
+
+    def __init__(self, managed: ManagedTensor, name: bytes | None = ..., device=(1, 0)):
+        super().__init__(managed, name)
+        self._device = device
+
+    def __dlpack_device__(self):
+        return self._device
 
 
 # -- reading what a producer exports --------------------------------------------

@@ -17,8 +17,8 @@ import textwrap
 import pytest
 
 import dlbridge
-from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, INT32, ManagedTensor, Producer, capsule_name,
-                           stray_deleter_calls)
+from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, INT32, DevicelessProducer, ManagedTensor, Producer,
+                           capsule_name, stray_deleter_calls)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -34,6 +34,11 @@ def no_stray_deleter_calls():
 
 def collect():
     gc.collect()
+
+
+def exactly(message):
+    """A pattern matching the whole message."""
+    return "^" + re.escape(message) + "$"
 
 
 def import_hand_built(managed, **from_dlpack_kwargs):
@@ -557,25 +562,138 @@ def test_producer_returning_a_non_capsule_raises_type_error(returned):
         dlbridge.from_dlpack(Bad())
 
 
-def test_producer_buffer_error_propagates_unchanged():
-    error = BufferError("cannot export this")
+class Refusing:
+    """A producer whose `method` raises `error`; with a `dtype` attribute
+    only where one is given."""
 
-    class Refusing:
-        def __dlpack__(self, **kwargs):
-            raise error
+    def __init__(self, error, method, dtype=None):
+        self.error, self.method = error, method
+        if dtype is not None:
+            self.dtype = dtype
 
-        def __dlpack_device__(self):
-            return (1, 0)
+    def __dlpack__(self, **kwargs):
+        if self.method == "__dlpack__":
+            raise self.error
+        return ManagedTensor(range(3)).capsule()
 
-    with pytest.raises(BufferError, match="^cannot export this$") as info:
-        dlbridge.from_dlpack(Refusing())
+    def __dlpack_device__(self):
+        if self.method == "__dlpack_device__":
+            raise self.error
+        return (1, 0)
+
+
+@pytest.mark.parametrize("method", ["__dlpack__", "__dlpack_device__"])
+@pytest.mark.parametrize("kind", [BufferError, TypeError])
+@pytest.mark.parametrize("dtype, got", [(None, ""), ("float16", "; got dtype float16")], ids=["no-dtype", "dtype"])
+def test_a_producers_refusal_keeps_its_words_and_names_the_producer(method, kind, dtype, got):
+    # BufferError and TypeError are what a caller acts on: they say which
+    # producer refused, and its dtype where it has one. (A TypeError from
+    # __dlpack__ is first taken for a producer older than DLPack 1.0: asked
+    # again without keywords, it raises again.)
+    error = kind("cannot export this")
+    with pytest.raises(kind, match=exactly(f"cannot export this (from Refusing.{method}(){got})")) as info:
+        dlbridge.from_dlpack(Refusing(error, method, dtype))
+    assert info.value.__cause__ is error
+
+
+@pytest.mark.parametrize("method", ["__dlpack__", "__dlpack_device__"])
+@pytest.mark.parametrize("error", [RuntimeError("the producer failed"), ValueError("no"), KeyError("k"),
+                                   AttributeError("'Refusing' object has no attribute 'state'")],
+                         ids=["runtime", "value", "key", "attribute"])
+def test_a_producers_own_failures_stand_as_they_are(method, error):
+    # An AttributeError raised inside __dlpack_device__ is its own, not a
+    # missing method (which dlbridge would accept: see below).
+    with pytest.raises(type(error)) as info:
+        dlbridge.from_dlpack(Refusing(error, method))
     assert info.value is error
 
 
-def test_object_without_dlpack_raises_attribute_error():
-    with pytest.raises(AttributeError, match="^" + re.escape("from_dlpack: expected an object with __dlpack__ "
-                                                             "(a DLPack producer), got object") + "$"):
-        dlbridge.from_dlpack(object())
+class DtypeRaising(Refusing):
+    @property
+    def dtype(self):
+        raise RuntimeError("no dtype either")
+
+
+def test_a_producer_whose_dtype_fails_is_named_without_it():
+    with pytest.raises(BufferError, match=exactly("no (from DtypeRaising.__dlpack__())")):
+        dlbridge.from_dlpack(DtypeRaising(BufferError("no"), "__dlpack__"))
+
+
+class DeviceOnly:
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+NOT_PRODUCERS = [[1, 2, 3], (1.0, 2.0), range(3), 3.5, 7, True, 1j, None, "abc", object(), memoryview(b"ab"),
+                 DeviceOnly()]
+
+
+@pytest.mark.parametrize("obj", NOT_PRODUCERS, ids=[type(o).__name__ for o in NOT_PRODUCERS])
+@pytest.mark.parametrize("kwargs", [{}, {"device": "cpu"}, {"copy": True}, {"copy": False}],
+                         ids=["plain", "device", "copy", "no-copy"])
+def test_an_object_without_dlpack_is_type_error_pointing_to_asarray(obj, kwargs):
+    message = (f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), got {type(obj).__name__}; "
+               f"use dlbridge.asarray for sequences, scalars and other array-likes")
+    with pytest.raises(TypeError, match=exactly(message)):
+        dlbridge.from_dlpack(obj, **kwargs)
+
+
+# -- producers with no __dlpack_device__ -----------------------------------------
+# NumPy and nanobind take them: the device is the tensor's. dlbridge asks with
+# no stream (DLPack: the legacy default stream, on CUDA) and decides about
+# device= requests once the tensor is in.
+
+ENTRY_POINTS = {
+    "from_dlpack": dlbridge.from_dlpack,
+    "asarray": dlbridge.asarray,
+    "Array": lambda x, **kwargs: dlbridge.Array(x, **kwargs),
+}
+REQUESTS = [({}, False), ({"copy": True}, True), ({"copy": False}, False), ({"device": "cpu"}, False),
+            ({"device": "cpu", "copy": True}, True), ({"device": "cpu", "copy": False}, False),
+            ({"device": ("cpu", 0), "copy": None}, False)]
+
+
+@pytest.mark.parametrize("entry, kwargs, copies", [
+    pytest.param(entry, kwargs, copies, id=f"{entry}-{kwargs}")
+    for entry in ENTRY_POINTS for kwargs, copies in REQUESTS if not (entry == "Array" and "device" in kwargs)])
+@pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
+def test_a_producer_without_dlpack_device_is_taken(entry, versioned, kwargs, copies):
+    mt = ManagedTensor(range(6), shape=(2, 3), versioned=versioned)
+    producer = DevicelessProducer(mt)
+    a = ENTRY_POINTS[entry](producer, **kwargs)
+    assert not hasattr(producer, "__dlpack_device__")
+    assert len(producer.calls) == 1 and "stream" not in producer.calls[0]
+    assert a.tolist() == [[0, 1, 2], [3, 4, 5]] and a.device == "cpu"
+    assert (a.data_ptr != mt.data_address) == copies
+    assert a.readonly == (not versioned and not copies)  # a legacy capsule cannot say it may be written
+    del a
+    collect()
+    assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
+@pytest.mark.parametrize("convert", [dlbridge.from_dlpack, dlbridge.asarray], ids=["from_dlpack", "asarray"])
+def test_a_producer_without_dlpack_device_asked_to_move_without_a_copy_is_refused(convert, versioned):
+    # Only the tensor says the data is on the CPU: the refusal comes once it is
+    # in, and the producer's tensor is released, once.
+    mt = ManagedTensor(range(3), versioned=versioned)
+    with pytest.raises(ValueError, match=exactly("from_dlpack: copy=False, but moving data from device (1, 0) "
+                                                 "to cuda:0 needs a copy")):
+        convert(DevicelessProducer(mt), device="cuda:0", copy=False)
+    collect()
+    assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize("device", [(2, 0), (2, 1), (3, 0)], ids=["cuda", "cuda-1", "cuda_host"])
+def test_a_producer_without_dlpack_device_is_asked_with_no_stream_wherever_its_data_is(device):
+    # No stream, not stream 1: without a device dlbridge cannot know that the
+    # producer understands CUDA streams. DLPack reads None as the legacy
+    # default stream, where dlbridge orders its own work.
+    mt = ManagedTensor(range(3), device=device)
+    producer = DevicelessProducer(mt)
+    a = dlbridge.from_dlpack(producer)
+    assert producer.calls == [{"max_version": (1, 3)}]
+    assert a.__dlpack_device__() == device and a.data_ptr == mt.data_address
 
 
 def test_null_deleter_is_allowed():

@@ -211,15 +211,17 @@ def test_exchanges_that_fail_stay_the_protocols_errors(example):
                 return (1, 0)
 
         cases = [
-            ("ex.row_sums(np.ones((2, 3), '>f4'))", BufferError, "DLPack only supports native byte order."),
+            ("ex.row_sums(np.ones((2, 3), '>f4'))", BufferError,
+             "DLPack only supports native byte order. (from ndarray.__dlpack__(); got dtype >f4)"),
             ("ex.dot(np.ones(3, object), np.ones(3))", BufferError,
-             "DLPack only supports signed/unsigned integers, float and complex dtypes."),
+             "DLPack only supports signed/unsigned integers, float and complex dtypes. "
+             "(from ndarray.__dlpack__(); got dtype object)"),
             ("ex.row_sums(torch.ones(2, 3, requires_grad=True))", BufferError,
              "from_dlpack: the Tensor requires gradient, which DLPack cannot express; call .detach() first"),
             ("ex.dot(torch.ones(2, dtype=torch.complex128).conj().imag, np.ones(2))", BufferError,
              "from_dlpack: the Tensor has its negative bit set, which DLPack cannot express; call .resolve_neg() first"),
             ("ex.dot(torch.arange(3.0, dtype=torch.float64).as_subclass(Refusing), np.ones(3))", BufferError,
-             "Refusing.__dlpack__ refuses"),
+             "Refusing.__dlpack__ refuses (from Refusing.__dlpack__(); got dtype torch.float64)"),
             ("ex.dot(Raising(), np.ones(3))", RuntimeError, "the producer failed"),
             # An Array made by __new__ alone holds no memory: the argument says so, as every method does.
             ("ex.row_sums(dlbridge.Array.__new__(dlbridge.Array))", ValueError,
@@ -235,6 +237,37 @@ def test_exchanges_that_fail_stay_the_protocols_errors(example):
                 assert str(e) == message, (call, str(e))
             else:
                 raise AssertionError(f"{call}: no {kind.__name__}")
+    """)
+
+
+def test_a_producer_without_dlpack_device_is_an_argument(example):
+    # The device is the tensor's, as for from_dlpack; versioned capsules carry
+    # write access, legacy ones are read-only.
+    run(example, """
+        import dlb_plain
+
+        class Versioned:
+            def __init__(self, base):
+                self.base = base
+
+            def __dlpack__(self, **kwargs):
+                return self.base.__dlpack__(**kwargs)
+
+        class Legacy(Versioned):
+            def __dlpack__(self, **kwargs):
+                return self.base.__dlpack__()
+
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        for kind in (Versioned, Legacy):
+            assert ex.row_sums(kind(a)).tolist() == [3.0, 12.0]
+            assert dlb_plain.row_sums(kind(a.astype(np.float64))) == [3.0, 12.0]
+        assert ex.scale_(Versioned(a), 2.0) is not a and a[1, 2] == 10.0  # written through
+        try:
+            ex.scale_(Legacy(a), 2.0)
+        except TypeError as e:
+            assert str(e) == "scale_(): argument 'x': expected writable data, got read-only data", e
+        else:
+            raise AssertionError("a legacy capsule was written")
     """)
 
 
@@ -452,3 +485,55 @@ def test_plain_cpp_extension_takes_every_producer(example):
             raise AssertionError("byte-swapped data was taken")
         assert sys.getrefcount(frozen) == 2
     """)
+
+
+# dlb_contracts.cpp: argument.hpp and python.hpp called with the NULL
+# pointers their contract allows, from a compiled extension. Each case is a
+# call and the exception it must raise (None: it returns).
+RAISES = """
+def raises(call, kind, message):
+    try:
+        call()
+    except kind as e:
+        assert str(e) == message, (str(e), message)
+    else:
+        raise AssertionError(f"no {kind.__name__}: {message}")
+"""
+
+# Ways of naming an argument (None: NULL) and how its errors begin.
+NAMINGS = [("total", "x", "total(): argument 'x'"), (None, "x", "argument 'x'"), ("total", None, "total(): argument"),
+           (None, None, "argument")]
+
+
+def test_null_names_are_left_out_of_the_messages(example):
+    run(example, RAISES + f"namings = {NAMINGS!r}\n" + textwrap.dedent("""
+        import dlb_contracts as c
+        for function, name, label in namings:
+            # An ndarray's fields, an Array lent inline, anything else through asarray's protocols.
+            for x in (np.arange(4.0), dlbridge.asarray(np.arange(4.0)), memoryview(np.arange(4.0))):
+                assert c.total(x, function, name) == 6.0
+            for x, unmet in ((np.zeros(3, np.float32), "expected float64, got float32"),
+                             (dlbridge.zeros((2, 2)), "expected ndim 1, got 2"),
+                             (torch.zeros(3, dtype=torch.int64), "expected float64, got int64"),
+                             ([1.0, 2.0], "expected an array (an object with __dlpack__, __cuda_array_interface__, "
+                                          "__array_interface__ or the buffer protocol), got list")):
+                raises(lambda: c.total(x, function, name), TypeError, f"{label}: {unmet}")
+    """))
+
+
+def test_null_objects_and_pointers_are_errors_or_nothing(example):
+    run(example, RAISES + textwrap.dedent("""
+        import sys
+        import dlb_contracts as c
+        raises(lambda: c.argument_of_null(False), ValueError, "f(): argument 'x': expected an object, got NULL")
+        # NULL from a call that failed: that call's exception stands.
+        raises(lambda: c.argument_of_null(True), LookupError, "the call that made the object failed")
+        for x in (np.arange(3.0), dlbridge.zeros(3), torch.zeros(3, dtype=torch.float64), [1.0]):
+            before = sys.getrefcount(x)
+            raises(lambda: c.borrow_into_null(x), ValueError,
+                   "f(): argument 'x': expected a borrowed_array to fill, got out=NULL")
+            assert sys.getrefcount(x) == before
+        assert c.release_nothing() is True
+        raises(lambda: c.import_null(True), ValueError, "tensor::import: expected a DLManagedTensorVersioned, got NULL")
+        raises(lambda: c.import_null(False), ValueError, "tensor::import: expected a DLManagedTensor, got NULL")
+    """))

@@ -199,9 +199,10 @@ def test_null_capsule_name_message():
 
 
 def test_object_without_dlpack_message():
-    with pytest.raises(AttributeError, match=exactly(
-            "from_dlpack: expected an object with __dlpack__ (a DLPack producer), got object")):
-        dlbridge.from_dlpack(object())
+    with pytest.raises(TypeError, match=exactly(
+            "from_dlpack: expected an object with __dlpack__ (a DLPack producer), got list; "
+            "use dlbridge.asarray for sequences, scalars and other array-likes")):
+        dlbridge.from_dlpack([1, 2, 3])
 
 
 # ---------------------------------------------------------------------------
@@ -525,8 +526,9 @@ def test_device_bool_in_tuple(spec):
 
 
 def test_from_dlpack_with_device_of_a_non_producer_names_the_protocol():
-    with pytest.raises(AttributeError, match=exactly(
-            "from_dlpack: expected an object with __dlpack__ (a DLPack producer), got object")):
+    with pytest.raises(TypeError, match=exactly(
+            "from_dlpack: expected an object with __dlpack__ (a DLPack producer), got object; "
+            "use dlbridge.asarray for sequences, scalars and other array-likes")):
         dlbridge.from_dlpack(object(), device="cpu")
 
 

@@ -3,7 +3,9 @@ fields (numpy_arrays.hpp) rather than asking its __dlpack__ for a capsule.
 The result must be the one the protocol gives, in every respect a user can
 see, and what DLPack cannot carry must still fail in NumPy's words."""
 import gc
+import subprocess
 import sys
+import textwrap
 import weakref
 
 import numpy as np
@@ -126,12 +128,14 @@ UNCARRIED = [
 @pytest.mark.parametrize("label, make", UNCARRIED, ids=[u[0] for u in UNCARRIED])
 @pytest.mark.parametrize("how", ["from_dlpack", "asarray"])
 def test_what_dlpack_cannot_carry_fails_in_numpys_words(label, make, how):
+    # NumPy's words, and what NumPy's own messages leave out: the dtype.
     x = make()
     with pytest.raises(BufferError) as numpy_said:
         np.from_dlpack(x)
     with pytest.raises(BufferError) as dlbridge_said:
         getattr(dlbridge, how)(x)
-    assert str(dlbridge_said.value) == str(numpy_said.value)
+    assert str(dlbridge_said.value) == f"{numpy_said.value} (from ndarray.__dlpack__(); got dtype {x.dtype})"
+    assert type(dlbridge_said.value.__cause__) is BufferError  # NumPy's own exception
 
 
 def test_unaligned_data_still_arrives_through_the_protocol():
@@ -150,3 +154,64 @@ def test_a_subclass_answers_through_its_own_dlpack():
     for how in (dlbridge.from_dlpack, dlbridge.asarray):
         with pytest.raises(BufferError, match="Refusing says no"):
             how(x)
+
+
+# -- when NumPy's C API is imported --------------------------------------------
+# Process-wide state: each case runs in a fresh interpreter, where NumPy is not
+# imported until the case imports it.
+
+FRESH = """
+import sys
+import dlbridge
+from dlbridge._array import _reads_ndarray_fields
+
+# A type merely named numpy.ndarray (all that is read of a type before NumPy's
+# C API is imported), whose __dlpack__ answers.
+Fake = type("numpy.ndarray", (), {"__dlpack__": lambda self, **kwargs: dlbridge.zeros(3).__dlpack__(**kwargs),
+                                  "__dlpack_device__": lambda self: (1, 0)})
+fake = Fake()
+assert type(fake).__name__ == "numpy.ndarray"
+"""
+
+
+def run_fresh(code):
+    result = subprocess.run([sys.executable, "-c", FRESH + textwrap.dedent(code)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_type_merely_named_ndarray_imports_nothing_and_spoils_nothing():
+    run_fresh("""
+        assert dlbridge.from_dlpack(fake).tolist() == [0.0] * 3 and not _reads_ndarray_fields(fake)
+        assert "numpy" not in sys.modules  # a name is no reason to import NumPy
+        import numpy as np
+        x = np.arange(3.0)
+        assert _reads_ndarray_fields(x) and not _reads_ndarray_fields(fake)
+        assert dlbridge.from_dlpack(x).data_ptr == x.ctypes.data
+        assert dlbridge.from_dlpack(fake).tolist() == [0.0] * 3
+    """)
+
+
+def test_a_type_named_ndarray_while_numpy_cannot_be_imported_spoils_nothing():
+    run_fresh("""
+        sys.modules["numpy"] = None  # import numpy fails
+        assert dlbridge.from_dlpack(fake).tolist() == [0.0] * 3
+        del sys.modules["numpy"]
+        import numpy as np
+        assert _reads_ndarray_fields(np.arange(3.0))
+    """)
+
+
+def test_an_import_of_numpys_c_api_that_fails_is_tried_again():
+    run_fresh("""
+        import numpy as np
+        core = sys.modules["numpy._core._multiarray_umath"]
+        table = core._ARRAY_API
+        del core._ARRAY_API  # NumPy's C API cannot be imported, this once
+        x = np.arange(3.0)
+        assert dlbridge.from_dlpack(x).tolist() == [0.0, 1.0, 2.0]  # through x.__dlpack__
+        assert not _reads_ndarray_fields(x)
+        core._ARRAY_API = table
+        assert _reads_ndarray_fields(x) and not _reads_ndarray_fields(fake)
+        assert dlbridge.from_dlpack(x).data_ptr == x.ctypes.data
+    """)

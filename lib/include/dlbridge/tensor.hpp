@@ -169,13 +169,15 @@ class tensor {
   // Takes ownership of a producer's tensor. Its deleter runs exactly once,
   // through `release`: when the last dlb::tensor goes or, if validation fails,
   // before import_failure. (The Python layer passes a `release` that keeps a
-  // pending Python exception intact around the deleter.)
+  // pending Python exception intact around the deleter.) A NULL `m` (a
+  // producer that returned nothing) is std::invalid_argument.
   [[nodiscard]] static tensor import(DLManagedTensorVersioned* m,
                                      keeper::release_fn release = call_deleter<DLManagedTensorVersioned>) {
+    if (!m) throw std::invalid_argument("tensor::import: expected a DLManagedTensorVersioned, got NULL");
     auto error = validate_version(m->version);
     if (!error) error = validate(m->dl_tensor, m->flags);
     if (error) {
-      release(m);
+      if (release) release(m);
       throw import_failure(std::move(*error));
     }
     return from_dltensor(m->dl_tensor, m->flags & dlpack_flag_read_only, release, m);
@@ -185,8 +187,9 @@ class tensor {
   // decides (dlbridge's Python layer treats it as read-only, as NumPy does).
   [[nodiscard]] static tensor import(DLManagedTensor* m, bool readonly,
                                      keeper::release_fn release = call_deleter<DLManagedTensor>) {
+    if (!m) throw std::invalid_argument("tensor::import: expected a DLManagedTensor, got NULL");
     if (auto error = validate(m->dl_tensor)) {
-      release(m);
+      if (release) release(m);
       throw import_failure(std::move(*error));
     }
     return from_dltensor(m->dl_tensor, readonly, release, m);
