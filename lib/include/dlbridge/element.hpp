@@ -1,6 +1,7 @@
 // Reading and writing one element of any supported dtype through a canonical
 // scalar, and the codec for the small float formats (float16, bfloat16, the
-// float8/6/4 family), which follows ml_dtypes bit for bit.
+// float8/6/4 family), which follows ml_dtypes bit for bit (NumPy for float16's
+// NaN payloads).
 //
 // All of it but small_float_format() also runs in CUDA device code, with the
 // same results bit for bit (the CUDA cast kernels use it). Device code may
