@@ -93,10 +93,11 @@ std::uint32_t integer_code(const float_format& f, bool negative, std::uint64_t m
 // extremes, and random values of every length. Magnitudes, signed by the
 // caller.
 std::vector<std::uint64_t> edge_integers() {
+  constexpr std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
   std::vector<std::uint64_t> v = {0, 1, 2, 3, 7, 255, 256, 65504, 65519, 65520, 65535, 65536,
                                   (std::uint64_t(1) << 60) + (std::uint64_t(1) << 52) + 1,  // issue 23's example
                                   std::uint64_t(1) << 63, (std::uint64_t(1) << 63) - 1, (std::uint64_t(1) << 63) + 1,
-                                  std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::uint64_t>::max() - 1};
+                                  top, top - 1};
   std::vector<int> precisions = {53};
   for (int p = 1; p <= 24; ++p) precisions.push_back(p);
   for (int e = 50; e <= 63; ++e) {
@@ -106,9 +107,9 @@ std::vector<std::uint64_t> edge_integers() {
       const int shift = e - p + 1;  // of the last bit kept
       if (shift < 1) continue;
       const std::uint64_t ulp = std::uint64_t(1) << shift;
-      const std::uint64_t top = (std::uint64_t(1) << (p - 1)) - 1;  // the largest mantissa
-      for (const std::uint64_t m : {std::uint64_t(0), std::uint64_t(1), std::uint64_t(2), std::uint64_t(3), top - 1, top}) {
-        if (m > top) continue;
+      const std::uint64_t last = (std::uint64_t(1) << (p - 1)) - 1;  // the largest mantissa
+      for (const std::uint64_t m : std::vector<std::uint64_t>{0, 1, 2, 3, last - 1, last}) {
+        if (m > last) continue;
         const std::uint64_t grid = base + m * ulp, tie = grid + ulp / 2;
         v.insert(v.end(), {grid, grid + 1, grid - 1, tie, tie - 1, tie + 1});
       }
@@ -223,7 +224,8 @@ TEST_CASE("element: int64 and uint64 convert to every float format with one roun
         if (loop) std::memcpy(&typed, looped.data() + i * t.type.itemsize(), t.type.itemsize());
         if ((got != want[i] || (loop && typed != want[i])) && ++mismatches <= 5)
           FAIL_CHECK((is_signed ? "int64 " + std::to_string(std::int64_t(src[i])) : "uint64 " + std::to_string(src[i]))
-                     << ": want " << hex(want[i]) << ", store " << hex(got) << ", typed loop " << (loop ? hex(typed) : "-"));
+                     << ": want " << hex(want[i]) << ", store " << hex(got)
+                     << ", typed loop " << (loop ? hex(typed) : "-"));
       }
     }
     CHECK(mismatches == 0);
@@ -244,13 +246,15 @@ TEST_CASE("element: the issue's example and friends, spelled out") {
   CHECK(out == std::ldexp(1.0f, 53) + std::ldexp(1.0f, 30));
   // The extremes: INT64_MIN and UINT64_MAX are exact or round up to a power of two; the
   // formats whose range ends below overflow by their rule.
-  CHECK(stored_code(bf16, dlb::scalar::from_int(std::numeric_limits<std::int64_t>::min())) == 0xdf00);
-  CHECK(stored_code(bf16, dlb::scalar::from_uint(std::numeric_limits<std::uint64_t>::max())) == 0x5f80);
-  CHECK(stored_code(f16, dlb::scalar::from_int(std::numeric_limits<std::int64_t>::min())) == 0xfc00);
+  const auto int64_min = dlb::scalar::from_int(std::numeric_limits<std::int64_t>::min());
+  const auto uint64_max = dlb::scalar::from_uint(std::numeric_limits<std::uint64_t>::max());
+  CHECK(stored_code(bf16, int64_min) == 0xdf00);
+  CHECK(stored_code(bf16, uint64_max) == 0x5f80);
+  CHECK(stored_code(f16, int64_min) == 0xfc00);
   CHECK(stored_code({dlb::kDLFloat8_e4m3fn, 8}, dlb::scalar::from_int(-(std::int64_t(1) << 62))) == 0xff);
-  CHECK(stored_code({dlb::kDLFloat8_e4m3fnuz, 8}, dlb::scalar::from_uint(std::numeric_limits<std::uint64_t>::max())) == 0x80);
-  CHECK(stored_code({dlb::kDLFloat4_e2m1fn, 4}, dlb::scalar::from_int(std::numeric_limits<std::int64_t>::min())) == 0xf);
-  CHECK(stored_code({dlb::kDLFloat8_e8m0fnu, 8}, dlb::scalar::from_uint(std::numeric_limits<std::uint64_t>::max())) == 127 + 64);
+  CHECK(stored_code({dlb::kDLFloat8_e4m3fnuz, 8}, uint64_max) == 0x80);
+  CHECK(stored_code({dlb::kDLFloat4_e2m1fn, 4}, int64_min) == 0xf);
+  CHECK(stored_code({dlb::kDLFloat8_e8m0fnu, 8}, uint64_max) == 127 + 64);
 }
 
 TEST_CASE("element: every int16 and uint16 converts to every small float as its exact value") {
@@ -336,7 +340,7 @@ std::vector<std::uint64_t> float64_nans() {
   std::mt19937_64 rng(11);
   for (const std::uint64_t sign : {std::uint64_t(0), std::uint64_t(1) << 63}) {
     for (int b = 0; b < 52; ++b)
-      for (const std::uint64_t p : {std::uint64_t(1) << b, mask & ~(std::uint64_t(1) << b), (std::uint64_t(1) << b) - 1})
+      for (const std::uint64_t bit = std::uint64_t(1) << b; const std::uint64_t p : {bit, mask & ~bit, bit - 1})
         if (p) v.push_back(sign | 0x7ff0000000000000ULL | p);
     for (int i = 0; i < 20000; ++i) {
       const std::uint64_t p = (rng() & mask) >> (rng() % 52);

@@ -271,7 +271,9 @@ DLB_HOST_DEVICE inline float narrow(double v, bool signalling = false) {
     const double top = detail::pow2((1 << f.exponent_bits) - 1 - f.bias);
     const std::uint32_t mantissa_mask = (1u << f.mantissa_bits) - 1;
     const std::uint32_t quiet = (mantissa + mantissa_mask) >> f.mantissa_bits << (f.mantissa_bits - 1);
-    const std::uint32_t nan = f.nan_payloads == p::dropped ? quiet : f.nan_payloads == p::read ? quiet | mantissa : mantissa;
+    const std::uint32_t nan = f.nan_payloads == p::dropped ? quiet
+                              : f.nan_payloads == p::read  ? quiet | mantissa
+                                                           : mantissa;
     const std::uint64_t special = detail::bits_of(HUGE_VAL) | std::uint64_t(nan) << (52 - f.mantissa_bits);
     return detail::from_bits((value < top ? detail::bits_of(value) : special) | sign);
   }
@@ -510,8 +512,8 @@ struct bfloat16_code {
 // A small float's code as a scalar (scalar::origin, scalar::signalling).
 [[nodiscard]] DLB_HOST_DEVICE inline scalar read_small_float(const float_format& f, std::uint32_t code) {
   using p = float_format::payloads;
-  return scalar::from_real(decode(f, code), f.nan_payloads == p::read ? scalar::origin::bfloat16 : scalar::origin::other,
-                           f.nan_payloads != p::dropped && f.signalling(code));
+  const auto from = f.nan_payloads == p::read ? scalar::origin::bfloat16 : scalar::origin::other;
+  return scalar::from_real(decode(f, code), from, f.nan_payloads != p::dropped && f.signalling(code));
 }
 
 // The two halves of every conversion, for one element type T (an integer,
@@ -537,7 +539,8 @@ template <class T>
     // from_int() or from_uint(), with re converted from T: the compiler would
     // not always see that rounding_double() of one is exact, and loops with
     // the 64-bit conversions it then leaves do not vectorize.
-    return {std::is_signed_v<T> ? scalar::kind::signed_int : scalar::kind::unsigned_int, v, std::uint64_t(v), double(v), 0};
+    constexpr auto kind = std::is_signed_v<T> ? scalar::kind::signed_int : scalar::kind::unsigned_int;
+    return {kind, v, std::uint64_t(v), double(v), 0};
   } else if constexpr (std::is_signed_v<T>) {
     return scalar::from_int(v);
   } else if constexpr (std::is_unsigned_v<T>) {
