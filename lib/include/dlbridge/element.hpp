@@ -285,6 +285,8 @@ DLB_HOST_DEVICE inline float narrow(double v, bool signalling = false) {
 
 // Rounds to nearest, ties to even, with the format's overflow rule: infinity
 // where it has one, else NaN, except finite formats, which saturate.
+// `signalling`: v is a NaN read as signalling and held quiet
+// (scalar::signalling), which a format that keeps payloads writes signalling.
 //
 // Every case is computed and one picked by masks and arithmetic, without a
 // branch where the format is known at compile time, so that loops of it
