@@ -11,7 +11,6 @@ element by element) and a dense sample of float64 NaNs to the small formats.
 """
 import struct
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -19,11 +18,13 @@ import dlbridge
 from test_dtypes_values import NAMES, all_codes, array_from_codes, bits_of, code_type, codes_of, ml_type
 
 SMALL = [n for n in NAMES if bits_of(n) >= 8]  # float6/float4 have no NaN to read
-WIDE = {"float32": np.uint32, "float64": np.uint64}
+# NumPy's own float dtypes, and the unsigned type of their bits (a complex
+# element's parts one after the other).
+WIDE = {"float32": np.uint32, "float64": np.uint64, "complex64": np.uint32, "complex128": np.uint64}
 
 
 def np_type(name):
-    return np.dtype(name) if name in WIDE or name.startswith("complex") else ml_type(name)
+    return np.dtype(name) if name in WIDE else ml_type(name)
 
 
 def bits_type(name):
@@ -48,25 +49,26 @@ def reference(source, target, bits):
             out = values.astype(np_type(target))
         except TypeError:
             out = values.astype(np.float32).astype(np_type(target))
-    return out.view(np.uint64 if target == "complex128" else np.uint32 if target == "complex64" else bits_type(target))
+    return out.view(bits_type(target))
 
 
 def source_array(source, bits):
     """A dlbridge array of dtype `source` holding `bits` (NumPy cannot export
     ml_dtypes arrays through DLPack, so those are written in place)."""
-    if source in WIDE or source == "float16":
+    if source in ("float16", "float32", "float64"):
         return dlbridge.asarray(np.asarray(bits).view(np_type(source)))
     return array_from_codes(source, bits)
 
 
+def bits_of_array(a):
+    """The bits of each element of dlbridge array `a`, in C order."""
+    name = a.dtype.name
+    return np.from_dlpack(a).view(WIDE[name]).ravel() if name in WIDE else codes_of(a)
+
+
 def converted(source, target, bits):
     """dlbridge's conversion of `bits` (of dtype `source`) to `target`, as bits."""
-    a = dlbridge.asarray(source_array(source, bits), dtype=target)
-    if target in WIDE:
-        return np.from_dlpack(a).view(WIDE[target])
-    if target.startswith("complex"):
-        return np.from_dlpack(a).view(np.uint64 if target == "complex128" else np.uint32)
-    return codes_of(a)
+    return bits_of_array(dlbridge.asarray(source_array(source, bits), dtype=target))
 
 
 def assert_same_bits(got, want, source_bits, context):
@@ -193,6 +195,5 @@ def test_strided_and_transposed_sources_convert_alike(source):
         if target == source:
             continue
         for name, (src, src_bits) in views.items():
-            a = dlbridge.asarray(src, dtype=target)
-            got = np.from_dlpack(a).view(bits_type(target)).ravel() if target in WIDE else codes_of(a)
+            got = bits_of_array(dlbridge.asarray(src, dtype=target))
             assert_same_bits(got, reference(source, target, src_bits), src_bits, f"{source}{name} -> {target}")
