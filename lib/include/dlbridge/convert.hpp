@@ -90,8 +90,9 @@ void convert_run(void* dst, const void* src, std::int64_t n) noexcept {
 // is none (convert element by element with load() and store() then). There is
 // one for every pair of distinct dtypes among bool, int8 to int64, uint8 to
 // uint64, float16, bfloat16, float32 and float64. None for from == to: the
-// copy engine copies those as they are (where load() and store() would quiet
-// a signalling NaN and write 1 for every nonzero bool byte).
+// copy engine copies those as they are (where load() and store() would write
+// a bfloat16 NaN as the quiet NaN of its sign and 1 for every nonzero bool
+// byte).
 [[nodiscard]] constexpr convert_fn converter(dtype from, dtype to) noexcept {
   if (from == to) return nullptr;
   return detail::with_element_type(from, [to](auto source) noexcept {

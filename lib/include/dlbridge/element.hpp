@@ -1,6 +1,7 @@
 // Reading and writing one element of any supported dtype through a canonical
 // scalar, and the codec for the small float formats (float16, bfloat16, the
-// float8/6/4 family), which follows ml_dtypes bit for bit.
+// float8/6/4 family), which follows ml_dtypes bit for bit (NumPy for float16's
+// NaN payloads).
 //
 // All of it but small_float_format() also runs in CUDA device code, with the
 // same results bit for bit (the CUDA cast kernels use it). Device code may
@@ -30,10 +31,19 @@ struct float_format {
     finite,    // no infinity, no NaN: overflow saturates (float6, float4)
     exponent,  // unsigned, exponent only, all ones NaN (e8m0fnu)
   };
+  // What becomes of a NaN's payload (its mantissa bits, the quiet bit among
+  // them) in conversions, as the format's reference library has it.
+  enum class payloads : std::uint8_t {
+    dropped,  // decoded and encoded as the quiet NaN of its sign (ml_dtypes' float8)
+    read,     // decoded quiet with it, as ml_dtypes widens bfloat16 to float64
+              // (through float32 and the CPU); encoded as the quiet NaN of its sign
+    kept,     // decoded and encoded bit for bit, from its leading bits (NumPy's float16)
+  };
   int exponent_bits;
   int mantissa_bits;
   int bias;
   specials kind;
+  payloads nan_payloads = payloads::dropped;
 
   [[nodiscard]] DLB_HOST_DEVICE constexpr int width() const {
     return (kind == specials::exponent ? 0 : 1) + exponent_bits + mantissa_bits;
@@ -54,6 +64,12 @@ struct float_format {
     }
     return 0;
   }
+  // Whether `code` is a signalling NaN: an ieee format's with the leading
+  // mantissa bit clear.
+  [[nodiscard]] DLB_HOST_DEVICE constexpr bool signalling(std::uint32_t code) const {
+    const std::uint32_t infinity = max_finite_code() + 1;
+    return kind == specials::ieee && (code & magnitude_mask()) - (infinity + 1) < (1u << (mantissa_bits - 1)) - 1;
+  }
   [[nodiscard]] DLB_HOST_DEVICE constexpr std::uint32_t max_finite_code() const {
     switch (kind) {
       case specials::ieee: return (((1u << exponent_bits) - 1) << mantissa_bits) - 1;
@@ -67,8 +83,8 @@ struct float_format {
 };
 
 namespace formats {
-inline constexpr float_format float16{5, 10, 15, float_format::specials::ieee};
-inline constexpr float_format bfloat16{8, 7, 127, float_format::specials::ieee};
+inline constexpr float_format float16{5, 10, 15, float_format::specials::ieee, float_format::payloads::kept};
+inline constexpr float_format bfloat16{8, 7, 127, float_format::specials::ieee, float_format::payloads::read};
 inline constexpr float_format float8_e3m4{3, 4, 3, float_format::specials::ieee};
 inline constexpr float_format float8_e4m3{4, 3, 7, float_format::specials::ieee};
 inline constexpr float_format float8_e4m3b11fnuz{4, 3, 11, float_format::specials::fnuz};
@@ -187,18 +203,21 @@ DLB_HOST_DEVICE inline double widen(float v) {
   return widen_spelled_out(v);
 #endif
 }
-DLB_HOST_DEVICE inline float narrow(double v) {
+// narrow() of a NaN read as signalling (scalar::signalling) clears the
+// quiet bit again.
+DLB_HOST_DEVICE inline float narrow(double v, bool signalling = false) {
 #ifdef DLB_DETAIL_CPU_CONVERTS_NAN
   const float converted = float(v);
+#else
+  const float converted = narrow_spelled_out(v);
+#endif
   std::uint32_t b;
   std::memcpy(&b, &converted, sizeof b);
   b |= std::isnan(converted) ? 0x00400000u : 0;
+  b &= ~(std::uint32_t(signalling) << 22);
   float out;
   std::memcpy(&out, &b, sizeof out);
   return out;
-#else
-  return narrow_spelled_out(v);
-#endif
 }
 #undef DLB_DETAIL_CPU_CONVERTS_NAN
 
@@ -244,13 +263,18 @@ DLB_HOST_DEVICE inline float narrow(double v) {
   const std::uint64_t sign = std::uint64_t(code & f.sign_bit()) << (63 - f.exponent_bits - f.mantissa_bits);
   if (f.kind == k::ieee) {
     // The all-ones exponent comes out above as 2^(2^exponent_bits - 1 - bias)
-    // or more: infinity, or NaN if the mantissa is not 0 (the shift gives 1
-    // then). Testing the product itself keeps it from being moved under the
-    // test; GCC does not vectorize a second test.
+    // or more: infinity, or NaN if the mantissa is not 0, quiet (the shift
+    // gives 1 then) or not and with the mantissa as its payload or not
+    // (float_format::payloads). Testing the product itself keeps it from
+    // being moved under the test; GCC does not vectorize a second test.
+    using p = float_format::payloads;
     const double top = detail::pow2((1 << f.exponent_bits) - 1 - f.bias);
     const std::uint32_t mantissa_mask = (1u << f.mantissa_bits) - 1;
-    const std::uint64_t special =
-        detail::bits_of(HUGE_VAL) | std::uint64_t((mantissa + mantissa_mask) >> f.mantissa_bits) << 51;
+    const std::uint32_t quiet = (mantissa + mantissa_mask) >> f.mantissa_bits << (f.mantissa_bits - 1);
+    const std::uint32_t nan = f.nan_payloads == p::dropped ? quiet
+                              : f.nan_payloads == p::read  ? quiet | mantissa
+                                                           : mantissa;
+    const std::uint64_t special = detail::bits_of(HUGE_VAL) | std::uint64_t(nan) << (52 - f.mantissa_bits);
     return detail::from_bits((value < top ? detail::bits_of(value) : special) | sign);
   }
   const bool nan = f.kind == k::exponent ? magnitude == f.nan_code()
@@ -261,14 +285,19 @@ DLB_HOST_DEVICE inline float narrow(double v) {
 
 // Rounds to nearest, ties to even, with the format's overflow rule: infinity
 // where it has one, else NaN, except finite formats, which saturate.
+// `signalling`: v is a NaN read as signalling and held quiet
+// (scalar::signalling), which a format that keeps payloads writes signalling.
 //
 // Every case is computed and one picked by masks and arithmetic, without a
 // branch where the format is known at compile time, so that loops of it
 // vectorize: GCC moves work under a branch it then may not undo.
-[[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t encode(const float_format& f, double v) {
+[[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t encode(const float_format& f, double v, bool signalling = false) {
   using k = float_format::specials;
-  const std::uint64_t negative = detail::bits_of(v) >> 63;
-  const std::uint64_t sign = negative << (f.exponent_bits + f.mantissa_bits) & f.sign_bit();
+  // The sign and a NaN's payload come from the high half: a shuffle, where
+  // 64-bit shifts of their own would cost more.
+  const std::uint32_t high = std::uint32_t(detail::bits_of(v) >> 32);
+  const std::uint32_t negative = high >> 31;
+  const std::uint32_t sign = negative << (f.exponent_bits + f.mantissa_bits) & f.sign_bit();
   // The biased exponent of |v|'s leading bit, raised to the format's lowest
   // (formats with subnormals bottom out at 1 - bias, e8m0 at -bias) and
   // lowered to 2^exponent_bits - bias, from where every value overflows:
@@ -277,7 +306,7 @@ DLB_HOST_DEVICE inline float narrow(double v) {
   const double a = std::fabs(v);
   const std::int32_t lowest = (f.kind == k::exponent ? -f.bias : 1 - f.bias) + 1023;
   const std::int32_t highest = (1 << f.exponent_bits) - f.bias + 1023;
-  std::int32_t exponent = std::int32_t(detail::bits_of(a) >> 52);
+  std::int32_t exponent = std::int32_t(high >> 20 & 0x7ff);
   exponent = exponent > lowest ? exponent : lowest;  // std::max is host-only to nvcc
   exponent = exponent < highest ? exponent : highest;
   // a in units of the format's last mantissa bit at that exponent, rounded:
@@ -288,41 +317,79 @@ DLB_HOST_DEVICE inline float narrow(double v) {
   const std::uint64_t code = f.kind != k::exponent ? (field << f.mantissa_bits) + rounded
                              : rounded == 0        ? 0  // below 2^-127: the smallest value
                                                    : field + rounded;
-  const std::uint64_t overflows = 0 - ((f.max_finite_code() - code) >> 63);
-  const std::uint64_t overflow = f.kind == k::ieee     ? sign | (f.max_finite_code() + 1)
+  const std::uint32_t overflows = std::uint32_t(0 - ((f.max_finite_code() - code) >> 63));
+  const std::uint32_t overflow = f.kind == k::ieee     ? sign | (f.max_finite_code() + 1)
                                  : f.kind == k::finite ? sign | f.max_finite_code()
                                  : f.kind == k::fn     ? sign | f.nan_code()
                                                        : f.nan_code();
-  // Formats with a signed NaN keep its sign (NumPy, ml_dtypes); fnuz and e8m0
-  // have a single NaN code; float6/float4 have none, and ml_dtypes writes the
-  // zero of opposite sign, which we match bit for bit.
-  const std::uint64_t nan = f.kind == k::finite                    ? sign ^ f.sign_bit()
-                            : f.kind == k::ieee || f.kind == k::fn ? sign | f.nan_code()
-                                                                   : f.nan_code();
-  const std::uint64_t special = std::isnan(v) ? nan : overflow;
+  // Formats with a signed NaN keep its sign (NumPy, ml_dtypes), float16 the
+  // payload's leading bits as well, signalling again where it was read so
+  // (NumPy; made nonzero, so that it stays NaN); fnuz and e8m0 have a single
+  // NaN code; float6/float4 have none, and ml_dtypes writes the zero of
+  // opposite sign, which we match bit for bit.
+  const std::uint32_t mantissa_mask = (1u << f.mantissa_bits) - 1;
+  const std::uint32_t quiet = (0u - std::uint32_t(signalling)) & (mantissa_mask + 1) >> 1;
+  const std::uint32_t payload = high >> (20 - f.mantissa_bits) & mantissa_mask & ~quiet;
+  const std::uint32_t nan = f.kind == k::finite                              ? sign ^ f.sign_bit()
+                            : f.nan_payloads == float_format::payloads::kept ? overflow | payload | (payload == 0)
+                            : f.kind == k::ieee || f.kind == k::fn           ? sign | f.nan_code()
+                                                                             : f.nan_code();
+  const std::uint32_t special = std::isnan(v) ? nan : overflow;
   // fnuz has no -0; e8m0 no sign and no zero, NaN for both.
-  const std::uint64_t value = f.kind == k::fnuz && code == 0 ? 0 : sign | code;
-  const std::uint64_t out = (value & ~overflows) | (special & overflows);
+  const std::uint32_t value = f.kind == k::fnuz && code == 0 ? 0 : sign | std::uint32_t(code);
   if (f.kind == k::exponent && (negative || v == 0)) return f.nan_code();
-  return std::uint32_t(out);
+  return (value & ~overflows) | (special & overflows);
 }
+
+namespace detail {
+// An integer as a double that rounds to float32 and to every small float
+// format as the integer itself does, once (one rounded to the nearest double
+// would round twice above 2^53): below 2^53 the integer; from there on, the
+// integer rounded to odd at a multiple of 2^11 (floored, then the last bit
+// set where anything was dropped, in two's complement too), which is exact in
+// a double and keeps at least 43 bits, enough for any format of 41 bits or
+// fewer to round it as it would the integer (Boldo and Melquiond).
+template <class I>
+[[nodiscard]] DLB_HOST_DEVICE constexpr double rounding_double(I v) {
+  constexpr std::uint64_t exact = std::uint64_t(1) << 53;
+  const bool small = std::is_unsigned_v<I> ? std::uint64_t(v) < exact : std::uint64_t(v) + exact < 2 * exact;
+  const I odd = (v & ~I(0x7ff)) | (((v & I(0x7ff)) + I(0x7ff)) & I(0x800));
+  return double(small ? v : odd);
+}
+}  // namespace detail
 
 // One element as a value wide enough to hold any dtype exactly.
 struct scalar {
   enum class kind : std::uint8_t { boolean, signed_int, unsigned_int, real, complex };
+  // Where a real was read from, where it matters: ml_dtypes writes a
+  // bfloat16 NaN to float16 as the quiet NaN of its sign, NumPy a float32 or
+  // float64 NaN with its payload's leading bits.
+  enum class origin : std::uint8_t { other, bfloat16 };
   kind k = kind::boolean;
   std::int64_t i = 0;
   std::uint64_t u = 0;
   double re = 0, im = 0;
+  origin from = origin::other;
+  // re holds a NaN as the format's reference library widens it to float64:
+  // NumPy float16's bit for bit, ml_dtypes bfloat16's and the CPU float32's
+  // made quiet. `signalling` says that it was read as signalling: the
+  // conversions that move payloads bit for bit (to and from float16,
+  // bfloat16 to float32, float32 to float32) keep it so.
+  bool signalling = false;
 
   [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_bool(bool b) { return {kind::boolean, b, b, double(b), 0}; }
+  // An integer's re is detail::rounding_double(): the integer itself below
+  // 2^53, what rounds to every narrower float as it does above.
   [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_int(std::int64_t v) {
-    return {kind::signed_int, v, std::uint64_t(v), double(v), 0};
+    return {kind::signed_int, v, std::uint64_t(v), detail::rounding_double(v), 0};
   }
   [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_uint(std::uint64_t v) {
-    return {kind::unsigned_int, std::int64_t(v), v, double(v), 0};
+    return {kind::unsigned_int, std::int64_t(v), v, detail::rounding_double(v), 0};
   }
-  [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_real(double v) { return {kind::real, 0, 0, v, 0}; }
+  [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_real(double v, origin o = origin::other,
+                                                                   bool signalling = false) {
+    return {kind::real, 0, 0, v, 0, o, signalling};
+  }
   [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_complex(double r, double i) {
     return {kind::complex, 0, 0, r, i};
   }
@@ -366,7 +433,8 @@ template <class F>
     case scalar::kind::signed_int: return static_cast<F>(s.i);  // one rounding, not via double
     case scalar::kind::unsigned_int: return static_cast<F>(s.u);
     default:
-      if constexpr (sizeof(F) == sizeof(float)) return narrow(s.re);
+      // NaN: see scalar::signalling.
+      if constexpr (sizeof(F) == sizeof(float)) return narrow(s.re, s.signalling);
       else return s.re;
   }
 }
@@ -416,9 +484,14 @@ DLB_HOST_DEVICE inline void store_bits(void* base, std::int64_t index, int bits,
 }
 
 // The code `s` gets in format `f`: what store() writes, and what the CUDA
-// cast kernels pack into sub-byte arrays themselves.
+// cast kernels pack into sub-byte arrays themselves. One rounding from an
+// integer too; a NaN with its payload as it was read (scalar::origin), but
+// bfloat16's as the quiet NaN of its sign, as ml_dtypes writes it to float16.
 [[nodiscard]] DLB_HOST_DEVICE inline std::uint32_t small_float_code(const float_format& f, const scalar& s) {
-  return encode(f, to_float<double>(s));
+  const double v = s.re;
+  const bool canonical = s.from == scalar::origin::bfloat16 && f.nan_payloads == float_format::payloads::kept;
+  return encode(f, canonical && std::isnan(v) ? from_bits((bits_of(v) & sign_mask) | quiet_nan_bits) : v,
+                s.signalling && !canonical);
 }
 
 // The types one element is read and written as where its C++ type would not
@@ -438,6 +511,13 @@ struct bfloat16_code {
   [[nodiscard]] DLB_HOST_DEVICE static constexpr float_format format() { return formats::bfloat16; }
 };
 
+// A small float's code as a scalar (scalar::origin, scalar::signalling).
+[[nodiscard]] DLB_HOST_DEVICE inline scalar read_small_float(const float_format& f, std::uint32_t code) {
+  using p = float_format::payloads;
+  const auto from = f.nan_payloads == p::read ? scalar::origin::bfloat16 : scalar::origin::other;
+  return scalar::from_real(decode(f, code), from, f.nan_payloads != p::dropped && f.signalling(code));
+}
+
 // The two halves of every conversion, for one element type T (an integer,
 // float, double or one of the types above): what load() makes of a T, and
 // the T that store() makes of a scalar. load() and store() choose them by
@@ -450,15 +530,25 @@ template <class T>
     const std::int32_t b = v.value < 1 ? v.value : 1;
     return {scalar::kind::boolean, b, std::uint64_t(b), double(b), 0};
   } else if constexpr (std::is_same_v<T, float>) {
-    return scalar::from_real(widen(v));
+    std::uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    // Signalling: a NaN (above infinity) with the quiet bit clear, tested on
+    // the bits (isnan() would not vectorize with the rest).
+    return scalar::from_real(widen(v), scalar::origin::other, (b & 0x7fffffffu) - 0x7f800001u < 0x003fffffu);
   } else if constexpr (std::is_same_v<T, double>) {
     return scalar::from_real(v);
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) < 8) {
+    // from_int() or from_uint(), with re converted from T: the compiler would
+    // not always see that rounding_double() of one is exact, and loops with
+    // the 64-bit conversions it then leaves do not vectorize.
+    constexpr auto kind = std::is_signed_v<T> ? scalar::kind::signed_int : scalar::kind::unsigned_int;
+    return {kind, v, std::uint64_t(v), double(v), 0};
   } else if constexpr (std::is_signed_v<T>) {
     return scalar::from_int(v);
   } else if constexpr (std::is_unsigned_v<T>) {
     return scalar::from_uint(v);
   } else {
-    return scalar::from_real(decode(T::format(), v.value));
+    return read_small_float(T::format(), v.value);
   }
 }
 
@@ -497,7 +587,7 @@ DLB_HOST_DEVICE inline void store_scalar(void* p, const scalar& s) {
     const std::uint32_t code = t.is_subbyte() ? detail::load_bits(p, index, t.bits)
                                : t.bits == 8  ? load_as<std::uint8_t>(p)
                                               : load_as<std::uint16_t>(p);
-    return scalar::from_real(decode(f, code));
+    return detail::read_small_float(f, code);
   }
   switch (t.code) {
     case kDLBool: return load_scalar<detail::bool_byte>(p);
