@@ -12,38 +12,15 @@
 #include <vector>
 
 #include "dlbridge/element.hpp"
+#include "small_formats.hpp"
 
 namespace {
 namespace fmt = dlb::formats;
+using dlb_test::small_formats;
 using dlb::float_format;
 using k = float_format::specials;
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double qnan = std::numeric_limits<double>::quiet_NaN();
-
-struct named_format {
-  const char* name;
-  const float_format* f;
-  dlb::dtype type;
-};
-
-const std::vector<named_format>& all_formats() {
-  static const std::vector<named_format> v = {
-      {"float16", &fmt::float16, {dlb::kDLFloat, 16}},
-      {"bfloat16", &fmt::bfloat16, {dlb::kDLBfloat, 16}},
-      {"float8_e3m4", &fmt::float8_e3m4, {dlb::kDLFloat8_e3m4, 8}},
-      {"float8_e4m3", &fmt::float8_e4m3, {dlb::kDLFloat8_e4m3, 8}},
-      {"float8_e4m3b11fnuz", &fmt::float8_e4m3b11fnuz, {dlb::kDLFloat8_e4m3b11fnuz, 8}},
-      {"float8_e4m3fn", &fmt::float8_e4m3fn, {dlb::kDLFloat8_e4m3fn, 8}},
-      {"float8_e4m3fnuz", &fmt::float8_e4m3fnuz, {dlb::kDLFloat8_e4m3fnuz, 8}},
-      {"float8_e5m2", &fmt::float8_e5m2, {dlb::kDLFloat8_e5m2, 8}},
-      {"float8_e5m2fnuz", &fmt::float8_e5m2fnuz, {dlb::kDLFloat8_e5m2fnuz, 8}},
-      {"float8_e8m0fnu", &fmt::float8_e8m0fnu, {dlb::kDLFloat8_e8m0fnu, 8}},
-      {"float6_e2m3fn", &fmt::float6_e2m3fn, {dlb::kDLFloat6_e2m3fn, 6}},
-      {"float6_e3m2fn", &fmt::float6_e3m2fn, {dlb::kDLFloat6_e3m2fn, 6}},
-      {"float4_e2m1fn", &fmt::float4_e2m1fn, {dlb::kDLFloat4_e2m1fn, 4}},
-  };
-  return v;
-}
 
 bool same_double(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -111,7 +88,7 @@ TEST_CASE("element: format geometry") {
   CHECK(fmt::float8_e8m0fnu.sign_bit() == 0);  // unsigned
   CHECK(fmt::float16.magnitude_mask() == 0x7FFF);
   CHECK(fmt::float8_e8m0fnu.magnitude_mask() == 0xFF);
-  for (const auto& [name, f, type] : all_formats()) {
+  for (const auto& [name, f, type] : small_formats()) {
     const std::string label = name;
     CAPTURE(label);
     CHECK(f->width() == type.bits);
@@ -411,7 +388,7 @@ TEST_CASE("element: float8_e8m0fnu") {
 }
 
 TEST_CASE("element: decode(encode(x)) == x for every code of every format") {
-  for (const auto& [name, f, type] : all_formats()) {
+  for (const auto& [name, f, type] : small_formats()) {
     const std::string label = name;
     CAPTURE(label);
     int nan_codes = 0;
@@ -444,7 +421,7 @@ TEST_CASE("element: decode(encode(x)) == x for every code of every format") {
 
 TEST_CASE("element: encode agrees with an exhaustive nearest-value search") {
   std::mt19937_64 rng(42);
-  for (const auto& [name, f, type] : all_formats()) {
+  for (const auto& [name, f, type] : small_formats()) {
     if (f->kind == k::exponent) continue;
     if (f->width() > 8) continue;  // the search is linear in the number of codes
     const std::string label = name;

@@ -17,33 +17,13 @@
 
 #include "dlbridge/convert.hpp"
 #include "dlbridge/element.hpp"
+#include "small_formats.hpp"
 
 namespace {
 namespace fmt = dlb::formats;
+using dlb_test::small_formats;
 using dlb::float_format;
 using k = float_format::specials;
-
-struct named_format {
-  const char* name;
-  const float_format* f;
-  dlb::dtype type;
-};
-
-const named_format small_formats[] = {
-    {"float16", &fmt::float16, {dlb::kDLFloat, 16}},
-    {"bfloat16", &fmt::bfloat16, {dlb::kDLBfloat, 16}},
-    {"float8_e3m4", &fmt::float8_e3m4, {dlb::kDLFloat8_e3m4, 8}},
-    {"float8_e4m3", &fmt::float8_e4m3, {dlb::kDLFloat8_e4m3, 8}},
-    {"float8_e4m3b11fnuz", &fmt::float8_e4m3b11fnuz, {dlb::kDLFloat8_e4m3b11fnuz, 8}},
-    {"float8_e4m3fn", &fmt::float8_e4m3fn, {dlb::kDLFloat8_e4m3fn, 8}},
-    {"float8_e4m3fnuz", &fmt::float8_e4m3fnuz, {dlb::kDLFloat8_e4m3fnuz, 8}},
-    {"float8_e5m2", &fmt::float8_e5m2, {dlb::kDLFloat8_e5m2, 8}},
-    {"float8_e5m2fnuz", &fmt::float8_e5m2fnuz, {dlb::kDLFloat8_e5m2fnuz, 8}},
-    {"float8_e8m0fnu", &fmt::float8_e8m0fnu, {dlb::kDLFloat8_e8m0fnu, 8}},
-    {"float6_e2m3fn", &fmt::float6_e2m3fn, {dlb::kDLFloat6_e2m3fn, 6}},
-    {"float6_e3m2fn", &fmt::float6_e3m2fn, {dlb::kDLFloat6_e3m2fn, 6}},
-    {"float4_e2m1fn", &fmt::float4_e2m1fn, {dlb::kDLFloat4_e2m1fn, 4}},
-};
 
 const dlb::dtype i64{dlb::kDLInt, 64}, u64{dlb::kDLUInt, 64}, f16{dlb::kDLFloat, 16}, bf16{dlb::kDLBfloat, 16},
     f32{dlb::kDLFloat, 32}, f64{dlb::kDLFloat, 64};
@@ -187,7 +167,7 @@ TEST_CASE("element: int64 and uint64 convert to every float format with one roun
     const float_format* f;  // nullptr: float32 or float64
   };
   std::vector<target> targets = {{"float32", f32, nullptr}, {"float64", f64, nullptr}};
-  for (const auto& [name, f, type] : small_formats) targets.push_back({name, type, f});
+  for (const auto& [name, f, type] : small_formats()) targets.push_back({name, type, f});
   for (const auto& t : targets) {
     const std::string label = t.name;
     CAPTURE(label);
@@ -258,7 +238,7 @@ TEST_CASE("element: the issue's example and friends, spelled out") {
 }
 
 TEST_CASE("element: every int16 and uint16 converts to every small float as its exact value") {
-  for (const auto& [name, f, type] : small_formats) {
+  for (const auto& [name, f, type] : small_formats()) {
     const std::string label = name;
     CAPTURE(label);
     std::size_t mismatches = 0;
@@ -277,7 +257,7 @@ TEST_CASE("element: every int16 and uint16 converts to every small float as its 
 // NaN payloads
 
 TEST_CASE("element: signalling() is an ieee format's NaN with the leading mantissa bit clear") {
-  for (const auto& [name, f, type] : small_formats) {
+  for (const auto& [name, f, type] : small_formats()) {
     const std::string label = name;
     CAPTURE(label);
     int count = 0;
@@ -399,7 +379,7 @@ TEST_CASE("element: bfloat16 NaNs move as ml_dtypes moves them") {
 }
 
 TEST_CASE("element: float8 NaNs are the quiet NaN of their sign both ways, as in ml_dtypes") {
-  for (const auto& [name, f, type] : small_formats) {
+  for (const auto& [name, f, type] : small_formats()) {
     if (f->width() != 8) continue;
     const std::string label = name;
     CAPTURE(label);
@@ -468,7 +448,7 @@ TEST_CASE("element: encode() with `signalling` writes a kept payload signalling,
   CHECK(dlb::encode(fmt::float16, quiet_payload, true) == 0xfc01);
   // Only the quiet bit: signalling, it would be infinity; made nonzero instead.
   CHECK(dlb::encode(fmt::float16, std::bit_cast<double>(0x7ff8000000000000ULL), true) == 0x7c01);
-  for (const auto& [name, f, type] : small_formats) {
+  for (const auto& [name, f, type] : small_formats()) {
     if (f->nan_payloads == float_format::payloads::kept) continue;
     CAPTURE(std::string(name));
     CHECK(dlb::encode(*f, quiet_payload, true) == dlb::encode(*f, quiet_payload));
