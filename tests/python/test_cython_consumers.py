@@ -39,6 +39,13 @@ def example(tmp_path_factory):
     cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
            "--disable-pip-version-check", "--target", str(target),
            f"--config-settings=build-dir={build}", str(EXAMPLE)]
+    # tests/run's asan-python stage sanitizes the example too: dlbridge's headers
+    # (argument.hpp, view.hpp) run inside it. Not for misaligned references:
+    # typed views accept unaligned NumPy data (docs/hardening.md).
+    sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
+    if sanitize:
+        cmd[-1:-1] = [f"--config-settings=setup-args=-Db_sanitize={sanitize}",
+                      "--config-settings=setup-args=-Dcpp_args=-fno-sanitize-recover=all -fno-sanitize=alignment"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     return target, build
