@@ -22,6 +22,16 @@ def numpy_from_dlpack_writable(producer_writable: bool, size: int) -> bool:
         return producer_writable or NUMPY_FROM_DLPACK_KEEPS_WRITABLE
     return producer_writable and NUMPY_FROM_DLPACK_KEEPS_WRITABLE
 
+# NumPy 2.4 refuses what earlier versions only deprecated: int(), float() and
+# complex() of an array with axes (TypeError) and bool() of an empty array
+# (ValueError); before, they convert with a DeprecationWarning. dlbridge
+# refuses them on every NumPy, with 2.4's exception types.
+def numpy_scalar_refusal(error: Exception, convert) -> type:
+    """The exception type NumPy 2.4 raises where this NumPy raised `error`."""
+    if isinstance(error, DeprecationWarning):
+        return ValueError if convert is bool else TypeError
+    return type(error)
+
 # NumPy 2.3 writes floats in scientific notation from a limit that depends on
 # the precision (1e3 for float16, 1e6 for float32 and complex64, 1e8 for
 # float64 and complex128); before, from 1e8 for every type. dlbridge's repr
