@@ -2,7 +2,7 @@
 # Installs dlbridge from this folder and runs its main job, `python -m dlbridge`,
 # which reports how it exchanges arrays with every array library present.
 #
-#   bash install.sh [PIP_OPTION...]     for example -Csetup-args=-Dcuda=disabled
+#   bash install.sh [PIP_OPTION...]     for example --config-settings=setup-args=-Dcuda=disabled
 #
 # It installs into the active virtual environment, or python3's environment
 # (or $PYTHON's); where that one is externally managed (Debian's system
