@@ -417,6 +417,8 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
     # How the argument's errors begin: "row_sums(): argument 'x'".
     string argument_label(const char* function, const char* name) except +raise_python_error
 
+
+cdef extern from "dlbridge/argument_api.hpp" namespace "dlb::python":
     # The converter's C interface, for dlbridge itself (argument.hpp uses it).
     struct borrowed_array:
         DLTensor tensor

@@ -13,7 +13,7 @@
 #include <bit>
 #include <cstring>
 
-#include "dlbridge/argument.hpp"
+#include "dlbridge/argument_api.hpp"
 
 namespace dlb::python::numpy {
 

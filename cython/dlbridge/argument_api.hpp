@@ -1,0 +1,64 @@
+// The converter's C interface: the table dlbridge._array publishes as the
+// capsule dlbridge._array._argument_api, and how an extension module finds
+// it. argument.hpp builds array arguments on it.
+#pragma once
+
+#include <Python.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dlbridge/dlpack.hpp"
+#include "dlbridge/python.hpp"
+#include "dlbridge/validate.hpp"
+
+namespace dlb::python {
+
+// What the converter fills: a validated DLTensor on the object's memory and
+// what keeps that memory, both for the length of the call.
+struct borrowed_array {
+  DLTensor tensor{};
+  bool readonly = false;
+  PyObject* owner = nullptr;           // a new reference, or nullptr: the object itself holds the memory
+  std::int64_t strides[max_ndim];      // element strides, where the producer has none to point at (not
+                                       // zeroed: 512 bytes per call, and only the first ndim are read)
+};
+
+// The converter's C interface, published by dlbridge._array as the capsule
+// dlbridge._array._argument_api ("dlbridge.argument_api").
+struct argument_api {
+  std::uint32_t version;  // argument_api_version
+  // dlbridge.Array and where its dlb::tensor lies in the object: an exact
+  // Array lends its tensor inline, with no call (see array_argument).
+  PyTypeObject* array_type;
+  std::ptrdiff_t tensor_offset;
+  // Fills `out` from `object`: 0, or -1 with a Python exception set
+  // (TypeError naming `function` and `name` where object is no array; either
+  // name may be NULL, see argument_label).
+  int (*borrow)(PyObject* object, borrowed_array* out, const char* function, const char* name);
+};
+inline constexpr std::uint32_t argument_api_version = 2;
+inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";
+
+// The converter, found once per extension module (imports dlbridge._array).
+inline const argument_api& get_argument_api() {
+  static const argument_api* api = nullptr;
+  if (api) return *api;
+  PyObject* module = PyImport_ImportModule("dlbridge._array");
+  if (!module) throw python_error_already_set{};
+  PyObject* capsule = PyObject_GetAttrString(module, "_argument_api");
+  Py_DECREF(module);
+  if (!capsule) throw python_error_already_set{};
+  auto* found = static_cast<const argument_api*>(PyCapsule_GetPointer(capsule, argument_api_capsule));
+  Py_DECREF(capsule);  // the module keeps the capsule, and Python never unloads it
+  if (!found) throw python_error_already_set{};
+  if (found->version != argument_api_version) {
+    PyErr_Format(PyExc_ImportError, "dlbridge's argument API is version %u; this module was built for version %u: "
+                 "rebuild it against the installed dlbridge", unsigned(found->version), unsigned(argument_api_version));
+    throw python_error_already_set{};
+  }
+  api = found;
+  return *api;
+}
+
+}  // namespace dlb::python
