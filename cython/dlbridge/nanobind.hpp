@@ -1,0 +1,40 @@
+// dlbridge's types as nanobind parameters (optional: include it after
+// nanobind.h in a nanobind module; docs/cpp-guide.md, "nanobind and pybind11").
+//
+//   m.def("row_sums", [](dlb::view<const float, dlb::ndim<2>, dlb::cpu> x) { ... }, nb::arg("x"));
+//
+// A dlb::view parameter (by value or const&) is checked by dlbridge's
+// converter (exchange tables, read-only safety) and seen without a copy for
+// the length of the call. An input that does not fit lets nanobind try the
+// next overload, and then raise its "incompatible function arguments". The
+// signature (and nanobind's stubgen) shows the view's demands:
+// typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <optional>
+
+#include "dlbridge/bindings.hpp"
+
+namespace nanobind::detail {
+
+template <class T, class... Constraints>
+struct type_caster<dlb::view<T, Constraints...>> {
+  using view_type = dlb::view<T, Constraints...>;
+  NB_TYPE_CASTER(view_type, const_name(dlb::python::bindings::signature<view_type>.text))
+
+  bool from_python(handle src, uint32_t, cleanup_list*) noexcept {
+    if (!dlb::python::bindings::borrow(argument, src.ptr())) return false;
+    value = argument->view();
+    return true;
+  }
+
+  // A view owns nothing that could outlive the call: return a dlb::tensor.
+  static handle from_cpp(const view_type&, rv_policy, cleanup_list*) = delete;
+
+  // Keeps the input's memory (and its producer's export) for the call.
+  std::optional<dlb::python::array_argument<view_type>> argument;
+};
+
+}  // namespace nanobind::detail

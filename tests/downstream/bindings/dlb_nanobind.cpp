@@ -1,0 +1,18 @@
+// dlbridge's nanobind casters (dlbridge/nanobind.hpp), for test_bindings.py.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+
+#include <dlbridge/nanobind.hpp>
+
+#include "kernels.hpp"
+
+namespace nb = nanobind;
+
+NB_MODULE(dlb_nanobind, m) {
+  // Two overloads of one name: float32 and float64 inputs each reach their own.
+  m.def("total", &kernels::total<float>, nb::arg("x"));
+  m.def("total", &kernels::total<double>, nb::arg("x"));
+  m.def("scale_", &kernels::scale, nb::arg("x"), nb::arg("factor") = 2.0);
+  m.def("fill_rgb_", &kernels::fill_rgb, nb::arg("image"), nb::arg("r"), nb::arg("g"), nb::arg("b"));
+}

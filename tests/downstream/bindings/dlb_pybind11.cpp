@@ -1,0 +1,17 @@
+// dlbridge's pybind11 casters (dlbridge/pybind11.hpp), for test_bindings.py.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <dlbridge/pybind11.hpp>
+
+#include "kernels.hpp"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(dlb_pybind11, m) {
+  // Two overloads of one name: float32 and float64 inputs each reach their own.
+  m.def("total", &kernels::total<float>, py::arg("x"));
+  m.def("total", &kernels::total<double>, py::arg("x"));
+  m.def("scale_", &kernels::scale, py::arg("x"), py::arg("factor") = 2.0);
+  m.def("fill_rgb_", &kernels::fill_rgb, py::arg("image"), py::arg("r"), py::arg("g"), py::arg("b"));
+}

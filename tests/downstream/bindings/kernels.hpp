@@ -1,0 +1,40 @@
+// The kernels both binding modules expose: plain loops over dlb::views.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <dlbridge/view.hpp>
+
+namespace kernels {
+
+template <class T>
+using matrix = dlb::view<const T, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+using writable_matrix = dlb::view<float, dlb::ndim<2>, dlb::cpu>;
+using rgb_image = dlb::view<std::uint8_t, dlb::shape<dlb::any_extent, dlb::any_extent, 3>, dlb::cpu>;
+
+// The dtype that matched, and the sum of the elements.
+template <class T>
+std::pair<std::string, double> total(matrix<T> x) {
+  double sum = 0;
+  for (std::int64_t i = 0; i < x.shape(0); ++i)
+    for (std::int64_t j = 0; j < x.shape(1); ++j) sum += x(i, j);
+  return {std::string(dlb::name(x.dtype)), sum};
+}
+
+inline void scale(const writable_matrix& x, double factor) {
+  for (std::int64_t i = 0; i < x.shape(0); ++i)
+    for (std::int64_t j = 0; j < x.shape(1); ++j) x(i, j) = float(x(i, j) * factor);
+}
+
+inline void fill_rgb(const rgb_image& image, std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  for (std::int64_t i = 0; i < image.shape(0); ++i)
+    for (std::int64_t j = 0; j < image.shape(1); ++j) {
+      image(i, j, 0) = r;
+      image(i, j, 1) = g;
+      image(i, j, 2) = b;
+    }
+}
+
+}  // namespace kernels
