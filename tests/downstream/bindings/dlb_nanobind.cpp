@@ -13,6 +13,9 @@ NB_MODULE(dlb_nanobind, m) {
   // Two overloads of one name: float32 and float64 inputs each reach their own.
   m.def("total", &kernels::total<float>, nb::arg("x"));
   m.def("total", &kernels::total<double>, nb::arg("x"));
-  m.def("scale_", &kernels::scale, nb::arg("x"), nb::arg("factor") = 2.0);
-  m.def("fill_rgb_", &kernels::fill_rgb, nb::arg("image"), nb::arg("r"), nb::arg("g"), nb::arg("b"));
+  // In place (no trailing underscore: nanobind's stubgen takes such names for private ones).
+  m.def("scale", &kernels::scale, nb::arg("x"), nb::arg("factor") = 2.0);
+  m.def("fill_rgb", &kernels::fill_rgb, nb::arg("image"), nb::arg("r"), nb::arg("g"), nb::arg("b"));
+  m.def("lower_left", &kernels::lower_left, nb::arg("x"));
+  m.def("last", &kernels::last, nb::arg("x"));
 }

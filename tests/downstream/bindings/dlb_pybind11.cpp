@@ -12,6 +12,9 @@ PYBIND11_MODULE(dlb_pybind11, m) {
   // Two overloads of one name: float32 and float64 inputs each reach their own.
   m.def("total", &kernels::total<float>, py::arg("x"));
   m.def("total", &kernels::total<double>, py::arg("x"));
-  m.def("scale_", &kernels::scale, py::arg("x"), py::arg("factor") = 2.0);
-  m.def("fill_rgb_", &kernels::fill_rgb, py::arg("image"), py::arg("r"), py::arg("g"), py::arg("b"));
+  // In place (no trailing underscore: nanobind's stubgen takes such names for private ones).
+  m.def("scale", &kernels::scale, py::arg("x"), py::arg("factor") = 2.0);
+  m.def("fill_rgb", &kernels::fill_rgb, py::arg("image"), py::arg("r"), py::arg("g"), py::arg("b"));
+  m.def("lower_left", &kernels::lower_left, py::arg("x"));
+  m.def("last", &kernels::last, py::arg("x"));
 }

@@ -13,6 +13,8 @@ template <class T>
 using matrix = dlb::view<const T, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
 using writable_matrix = dlb::view<float, dlb::ndim<2>, dlb::cpu>;
 using rgb_image = dlb::view<std::uint8_t, dlb::shape<dlb::any_extent, dlb::any_extent, 3>, dlb::cpu>;
+using fortran_pair = dlb::view<const double, dlb::shape<2, dlb::any_extent>, dlb::f_contig, dlb::cpu>;
+using contiguous_ints = dlb::view<const std::int64_t, dlb::ndim<1>, dlb::any_contig, dlb::cpu>;
 
 // The dtype that matched, and the sum of the elements.
 template <class T>
@@ -36,5 +38,9 @@ inline void fill_rgb(const rgb_image& image, std::uint8_t r, std::uint8_t g, std
       image(i, j, 2) = b;
     }
 }
+
+inline double lower_left(const fortran_pair& x) { return x.shape(1) ? x(1, 0) : 0.0; }
+
+inline std::int64_t last(contiguous_ints x) { return x.shape(0) ? x(x.shape(0) - 1) : -1; }
 
 }  // namespace kernels

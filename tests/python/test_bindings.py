@@ -1,0 +1,212 @@
+"""dlbridge's nanobind and pybind11 casters (dlbridge/nanobind.hpp, dlbridge/pybind11.hpp).
+
+tests/downstream/bindings builds one module per tool (dlb_nanobind,
+dlb_pybind11) binding the same kernels (kernels.hpp) with dlb::view
+parameters, against the INSTALLED dlbridge and the nanobind and pybind11 from
+PyPI. Each test runs against both modules, imported here.
+"""
+import ctypes
+import importlib
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dlbridge
+
+from dlpack_ctypes import ManagedTensor, Producer
+
+SOURCE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "bindings"
+INSTALLED = os.path.isdir(dlbridge.get_include())
+TOOLS = ["dlb_nanobind", "dlb_pybind11"]
+
+
+@pytest.fixture(scope="module")
+def build_folder(tmp_path_factory):
+    """Builds both modules once; returns the folder that holds them."""
+    pytest.importorskip("nanobind")
+    pytest.importorskip("pybind11")
+    if not INSTALLED:
+        pytest.skip(f"dlbridge at {dlbridge.__file__} is not an installed wheel (no {dlbridge.get_include()}); "
+                    "the binding modules build against an installed dlbridge: pip install .")
+    folder = tmp_path_factory.mktemp("bindings") / "build"
+    setup = ["meson", "setup", str(folder), str(SOURCE), f"-Dpython={sys.executable}"]
+    # tests/run's asan-python stage sanitizes the modules too: the casters and
+    # dlbridge's headers run inside them.
+    sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
+    if sanitize:
+        setup += [f"-Db_sanitize={sanitize}", "-Dcpp_args=-fno-sanitize-recover=all"]
+    for step in (setup, ["meson", "compile", "-C", str(folder)]):
+        result = subprocess.run(step, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout + result.stderr
+    return folder
+
+
+@pytest.fixture(params=TOOLS)
+def m(request, build_folder):
+    sys.path.insert(0, str(build_folder))
+    try:
+        return importlib.import_module(request.param)
+    finally:
+        sys.path.remove(str(build_folder))
+
+
+def test_builds_against_the_installed_package(build_folder):
+    log = (build_folder / "meson-logs" / "meson-log.txt").read_text()
+    assert f"Message: dlbridge headers: {dlbridge.get_include()}" in log
+    for header in ("bindings.hpp", "nanobind.hpp", "pybind11.hpp"):
+        assert os.path.isfile(os.path.join(dlbridge.get_include(), "dlbridge", header)), header
+
+
+# Each function's array parameter and the annotation its signature shows.
+SIGNATURES = {
+    "total": ['x: typing.Annotated[typing.Any, "float32[*, *] C-contiguous cpu read-only"]',
+              'x: typing.Annotated[typing.Any, "float64[*, *] C-contiguous cpu read-only"]'],
+    "scale": ['x: typing.Annotated[typing.Any, "float32[*, *] cpu writable"]'],
+    "fill_rgb": ['image: typing.Annotated[typing.Any, "uint8[*, *, 3] cpu writable"]'],
+    "lower_left": ['x: typing.Annotated[typing.Any, "float64[2, *] Fortran-contiguous cpu read-only"]'],
+    "last": ['x: typing.Annotated[typing.Any, "int64[*] contiguous cpu read-only"]'],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_signature_shows_the_view_demands(m, name):
+    doc = getattr(m, name).__doc__
+    for parameter in SIGNATURES[name]:
+        assert f"({parameter}" in doc, doc
+
+
+def test_nanobind_stubgen_writes_the_demands(build_folder, tmp_path):
+    pytest.importorskip("nanobind.stubgen")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(build_folder), *sys.path]))
+    result = subprocess.run([sys.executable, "-m", "nanobind.stubgen", "-m", "dlb_nanobind", "-O", str(tmp_path)],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    stub = (tmp_path / "dlb_nanobind.pyi").read_text()
+    assert "from typing import Annotated, Any" in stub, stub
+    assert 'def total(x: Annotated[Any, "float64[*, *] C-contiguous cpu read-only"]) -> tuple[str, float]: ...' in stub
+    assert ('def fill_rgb(image: Annotated[Any, "uint8[*, *, 3] cpu writable"], r: int, g: int, b: int) -> None: ...'
+            in stub), stub
+
+
+def producers():
+    """(name, make): make(values, dtype name) -> a 2-D array of that producer."""
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    return [
+        ("numpy", lambda v, d: np.asarray(v, dtype=d)),
+        ("torch", lambda v, d: torch.tensor(v, dtype=getattr(torch, d))),
+        ("jax", lambda v, d: jnp.asarray(v, dtype=d)),
+        ("dlbridge", lambda v, d: dlbridge.asarray(np.asarray(v, dtype=d))),
+        ("memoryview", lambda v, d: memoryview(np.asarray(v, dtype=d))),
+    ]
+
+
+def test_each_overload_is_reached_from_every_producer(m):
+    values = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]
+    for name, make in producers():
+        for dtype in ("float32", "float64"):
+            if name == "jax" and dtype == "float64":
+                continue  # JAX makes float64 only with jax_enable_x64
+            assert m.total(make(values, dtype)) == (dtype, 21.5), (name, dtype)
+            assert m.total(x=make(values, dtype)) == (dtype, 21.5), (name, dtype)
+
+
+def test_writes_reach_the_callers_memory(m):
+    torch = pytest.importorskip("torch")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    m.scale(a)  # the keyword's default, 2.0
+    assert a.tolist() == [[0, 2, 4], [6, 8, 10]]
+    m.scale(factor=0.5, x=a)
+    assert a.tolist() == [[0, 1, 2], [3, 4, 5]]
+    f = np.asfortranarray(a)
+    m.scale(f[:, ::2], 10.0)  # any strides: the view demands no order
+    assert f.tolist() == [[0, 1, 20], [30, 4, 50]]
+    t = torch.ones(2, 2)
+    m.scale(t, 3.0)
+    assert t.tolist() == [[3, 3], [3, 3]]
+    d = dlbridge.zeros((1, 2), dtype="float32")
+    m.scale(d, 2.0)
+    image = np.zeros((2, 2, 3), np.uint8)
+    m.fill_rgb(image, 1, 2, b=3)
+    assert image.reshape(-1, 3).tolist() == [[1, 2, 3]] * 4
+    assert m.lower_left(np.asfortranarray([[1.0, 2.0], [3.0, 4.0]])) == 3.0
+    assert m.last(np.arange(5)[::-1].copy()) == 0 and m.last(np.zeros(0, np.int64)) == -1
+
+
+def cuda_labelled():
+    """A valid float32 tensor that says it lives on CUDA device 0 (never read)."""
+    return Producer(ManagedTensor([0.0] * 6, shape=(2, 3), dtype=(2, 32, 1), ctype=ctypes.c_float, device=(2, 0)),
+                    device=(2, 0))
+
+
+def unmet_calls():
+    """(demand, function, arguments): calls whose array fits no overload, one per unmet demand, and no array."""
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    read_only = np.ones((2, 3), np.float32)
+    read_only.flags.writeable = False
+    return [
+        ("dtype", "total", (np.zeros((2, 3), np.int32),)),
+        ("dtype", "total", (torch.zeros(2, 3, dtype=torch.float16),)),
+        ("ndim", "total", (np.zeros((2, 3, 4), np.float32),)),
+        ("ndim", "total", (dlbridge.zeros((3,), dtype="float64"),)),
+        ("order", "total", (np.zeros((2, 3), np.float32, order="F"),)),
+        ("order", "total", (torch.zeros(3, 4).T,)),
+        ("order", "lower_left", (np.zeros((2, 3)),)),
+        ("order", "last", (np.zeros(6, np.int64)[::2],)),
+        ("extent", "fill_rgb", (np.zeros((2, 2, 4), np.uint8), 0, 0, 0)),
+        ("extent", "lower_left", (np.zeros((3, 2), order="F"),)),
+        ("device", "total", (cuda_labelled(),)),
+        ("writable", "scale", (read_only,)),
+        ("writable", "scale", (jnp.ones((2, 3), jnp.float32),)),
+        ("writable", "scale", (memoryview(bytes(8)).cast("f", (1, 2)),)),
+        ("no array", "total", (None,)),
+        ("no array", "total", ([[1.0]],)),
+        ("no array", "total", (object(),)),
+    ]
+
+
+def test_every_unmet_demand_is_the_tools_type_error(m):
+    for demand, name, args in unmet_calls():
+        with pytest.raises(TypeError, match=rf"^{name}\(\): incompatible function arguments") as caught:
+            getattr(m, name)(*args)
+        # dlbridge's own refusal was cleared, not chained.
+        assert caught.value.__cause__ is None and caught.value.__context__ is None, (demand, name)
+    # And left no exception set: the next call succeeds.
+    assert m.total(np.ones((1, 1), np.float32)) == ("float32", 1.0)
+
+
+def test_read_only_data_is_never_written(m):
+    jnp = pytest.importorskip("jax.numpy")
+    frozen = jnp.ones((2, 3), jnp.float32)
+    with pytest.raises(TypeError):
+        m.scale(frozen, 5.0)
+    assert np.asarray(frozen).tolist() == [[1.0] * 3] * 2
+    assert m.total(frozen) == ("float32", 6.0)  # a read-only view takes it
+
+
+def test_keywords_are_the_tools(m):
+    a = np.ones((1, 2), np.float32)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        m.scale(y=a)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        m.scale(a, 1.0, 2.0)
+
+
+def test_arguments_hold_no_reference_after_the_call(m):
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    for x in (np.ones((2, 3), np.float32), torch.ones(2, 3), dlbridge.full((2, 3), 1.0, dtype="float32"),
+              memoryview(np.ones((2, 3), np.float32)), jnp.ones((2, 3), jnp.float32), np.ones((2, 3), np.int32)):
+        before = sys.getrefcount(x)
+        for _ in range(1000):
+            try:
+                m.total(x)
+                m.scale(x, 1.0)
+            except TypeError:
+                pass  # refused: the reference taken for the check is released too
+        assert sys.getrefcount(x) == before, type(x)
