@@ -77,10 +77,13 @@ cdef Py_ssize_t _tensor_offset():
 
 
 cdef cpp.argument_api _argument_api_table
-_argument_api_table.version = cpp.argument_api_version
+_argument_api_table.abi_version = cpp.argument_api_version
+_argument_api_table.size = sizeof(cpp.argument_api)
 _argument_api_table.array_type = <PyTypeObject*>Array
 _argument_api_table.tensor_offset = _tensor_offset()
 _argument_api_table.borrow = _borrow
+_argument_api_table.wrap = _slot_wrap
+_argument_api_table.wrap_like = _slot_wrap_like
 
 # The table lives as long as the module, which Python never unloads.
 _argument_api = PyCapsule_New(&_argument_api_table, cpp.argument_api_capsule, NULL)

@@ -13,3 +13,10 @@ cdef class Array:
 
 # Wraps a C++ tensor as a Python Array (moving it).
 cdef Array wrap(cpp.tensor& t)
+# Moves a C++ tensor into the currency of `like`, zero copy: a base-class
+# numpy.ndarray for an ndarray (or subclass), a torch.Tensor for a torch
+# tensor (its DLPack C exchange table), an array of like's library through
+# its from_dlpack (JAX, CuPy), else a dlbridge.Array. BufferError where that
+# library cannot hold the array truthfully (device memory for NumPy, read-only
+# data for PyTorch, a dtype NumPy lacks).
+cdef object wrap_like(cpp.tensor& t, object like)

@@ -6,8 +6,9 @@ Array type; _streams.pxi the stream arguments, _scalars.pxi Python scalars,
 _exchange.pxi the DLPack C exchange API, _pickle.pxi pickling,
 _indexing.pxi indexing, _importers.pxi from_dlpack and asarray's sources,
 _creation.pxi empty/zeros/full, _build_info.pxi build_info(), _copy_threads.pxi
-the threads of CPU copies, _arguments.pxi the argument converter behind
-dlbridge/argument.hpp."""
+the threads of CPU copies, _returns.pxi arrays returned like an input
+(wrap_like), _arguments.pxi the argument converter behind
+dlbridge/argument.hpp and dlbridge/returns.hpp."""
 import operator
 import sys
 import warnings
@@ -645,4 +646,5 @@ include "_importers.pxi"
 include "_creation.pxi"
 include "_build_info.pxi"
 include "_copy_threads.pxi"
+include "_returns.pxi"
 include "_arguments.pxi"

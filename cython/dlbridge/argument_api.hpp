@@ -1,6 +1,7 @@
 // The converter's C interface: the table dlbridge._array publishes as the
 // capsule dlbridge._array._argument_api, and how an extension module finds
-// it. argument.hpp builds array arguments on it.
+// it. argument.hpp builds array arguments on it, returns.hpp returns arrays
+// through it.
 #pragma once
 
 #include <Python.h>
@@ -10,6 +11,7 @@
 
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/python.hpp"
+#include "dlbridge/tensor.hpp"
 #include "dlbridge/validate.hpp"
 
 namespace dlb::python {
@@ -25,9 +27,17 @@ struct borrowed_array {
 };
 
 // The converter's C interface, published by dlbridge._array as the capsule
-// dlbridge._array._argument_api ("dlbridge.argument_api").
+// dlbridge._array._argument_api ("dlbridge.argument_api"). Compiled into
+// every consumer: the two header fields say which consumers may use it.
 struct argument_api {
-  std::uint32_t version;  // argument_api_version
+  // A change consumers built before it cannot survive (a slot changed or
+  // removed, the head reordered) raises abi_version; first, where every
+  // version of the table has kept it.
+  std::uint32_t abi_version;  // argument_api_version
+  // sizeof(argument_api) in the dlbridge that published it. Within an ABI
+  // version slots are only appended: a consumer uses a table at least as
+  // large as the one it was built with.
+  std::uint32_t size;
   // dlbridge.Array and where its dlb::tensor lies in the object: an exact
   // Array lends its tensor inline, with no call (see array_argument).
   PyTypeObject* array_type;
@@ -36,9 +46,33 @@ struct argument_api {
   // (TypeError naming `function` and `name` where object is no array; either
   // name may be NULL, see argument_label).
   int (*borrow)(PyObject* object, borrowed_array* out, const char* function, const char* name);
+  // Move *t into a new dlbridge.Array (wrap), or into the currency of `like`
+  // (wrap_like, see to_python_like): a new reference, or NULL with a Python
+  // exception set (*t is then released).
+  PyObject* (*wrap)(tensor* t);
+  PyObject* (*wrap_like)(tensor* t, PyObject* like);
 };
-inline constexpr std::uint32_t argument_api_version = 2;
+inline constexpr std::uint32_t argument_api_version = 3;
 inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";
+
+// `found` where this module can use it; else ImportError naming both sides.
+inline const argument_api& checked_argument_api(const argument_api& found) {
+  if (found.abi_version != argument_api_version) {
+    PyErr_Format(PyExc_ImportError,
+                 "the installed dlbridge's argument API is ABI version %u; this module was built for ABI "
+                 "version %u: rebuild it against the installed dlbridge",
+                 unsigned(found.abi_version), unsigned(argument_api_version));
+    throw python_error_already_set{};
+  }
+  if (found.size < sizeof(argument_api)) {
+    PyErr_Format(PyExc_ImportError,
+                 "the installed dlbridge's argument API (ABI version %u) has %u bytes; this module was built "
+                 "with a newer one of %u bytes: install a dlbridge at least as new as the one it was built with",
+                 unsigned(found.abi_version), unsigned(found.size), unsigned(sizeof(argument_api)));
+    throw python_error_already_set{};
+  }
+  return found;
+}
 
 // The converter, found once per extension module (imports dlbridge._array).
 inline const argument_api& get_argument_api() {
@@ -52,12 +86,7 @@ inline const argument_api& get_argument_api() {
   auto* found = static_cast<const argument_api*>(PyCapsule_GetPointer(capsule, argument_api_capsule));
   Py_DECREF(capsule);  // the module keeps the capsule, and Python never unloads it
   if (!found) throw python_error_already_set{};
-  if (found->version != argument_api_version) {
-    PyErr_Format(PyExc_ImportError, "dlbridge's argument API is version %u; this module was built for version %u: "
-                 "rebuild it against the installed dlbridge", unsigned(found->version), unsigned(argument_api_version));
-    throw python_error_already_set{};
-  }
-  api = found;
+  api = &checked_argument_api(*found);
   return *api;
 }
 

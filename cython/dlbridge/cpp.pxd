@@ -426,9 +426,12 @@ cdef extern from "dlbridge/argument_api.hpp" namespace "dlb::python":
         PyObject* owner
         int64_t strides[64]
     struct argument_api:
-        uint32_t version
+        uint32_t abi_version
+        uint32_t size
         PyTypeObject* array_type
         Py_ssize_t tensor_offset
         int (*borrow)(PyObject*, borrowed_array*, const char*, const char*) noexcept
+        PyObject* (*wrap)(tensor*) noexcept
+        PyObject* (*wrap_like)(tensor*, PyObject*) noexcept
     const uint32_t argument_api_version
     const char* argument_api_capsule

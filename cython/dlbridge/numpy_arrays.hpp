@@ -1,5 +1,6 @@
 // NumPy's ndarray read straight from its fields, for the argument converter,
-// from_dlpack and asarray: no __dlpack__ call, no capsule. Built against
+// from_dlpack and asarray, and made on a tensor's memory for arrays returned
+// like an ndarray: no __dlpack__ call, no capsule. Built against
 // NumPy 2's headers; active only once an ndarray has arrived (dlbridge never
 // imports NumPy) and only with NumPy >= 2 running. Included by _array.pyx
 // alone.
@@ -45,6 +46,19 @@ inline PyTypeObject* ndarray_type = nullptr;
 [[nodiscard]] inline bool is_ndarray_type(PyTypeObject* type) {
   if (ndarray_type) return type == ndarray_type;
   return std::strcmp(type->tp_name, "numpy.ndarray") == 0 && import_ndarray_type() && type == ndarray_type;
+}
+
+// Whether `type` (never NULL) is numpy.ndarray or a subclass, importing
+// NumPy's C API as is_ndarray_type does. Sets no Python exception.
+[[nodiscard]] inline bool is_ndarray_subtype(PyTypeObject* type) {
+  if (ndarray_type) return PyType_IsSubtype(type, ndarray_type);
+  PyObject* mro = type->tp_mro;
+  if (!mro || !PyTuple_Check(mro)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i));
+    if (is_ndarray_type(base)) return true;
+  }
+  return false;
 }
 
 // The DLPack dtype of a NumPy type number, or code 0xff where DLPack has none
@@ -98,6 +112,44 @@ inline bool borrow(PyObject* object, borrowed_array& out) {
   out.readonly = !(flags & NPY_ARRAY_WRITEABLE);
   out.owner = nullptr;
   return true;
+}
+
+// The NumPy type number of a DLPack dtype, or -1 where NumPy has none.
+[[nodiscard]] inline int type_num_of(DLDataType type) {
+  for (int n : {NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT, NPY_UINT, NPY_LONG, NPY_ULONG,
+                NPY_LONGLONG, NPY_ULONGLONG, NPY_HALF, NPY_FLOAT, NPY_DOUBLE, NPY_CFLOAT, NPY_CDOUBLE}) {
+    const DLDataType d = dtype_of(n);
+    if (d.code == type.code && d.bits == type.bits && d.lanes == type.lanes) return n;
+  }
+  return -1;
+}
+
+// A base-class ndarray on t's host memory, as NumPy's type `type_num`, read-
+// only where t is, whose base is `owner` (a reference this steals, on failure
+// too): a new reference, or NULL with a Python exception set. NumPy's C API
+// must be imported (is_ndarray_subtype found an ndarray).
+[[nodiscard]] inline PyObject* new_ndarray(const tensor& t, int type_num, PyObject* owner) {
+  // NumPy allocates where data is NULL, as it is for some empty tensors: an
+  // address that is never read stands in.
+  alignas(64) static char no_elements[64];
+  npy_intp dims[max_ndim], strides[max_ndim];
+  const auto itemsize = npy_intp(t.type().itemsize());
+  for (std::int32_t i = 0; i < t.ndim(); ++i) {
+    dims[i] = t.shape(i);
+    strides[i] = t.stride(i) * itemsize;
+  }
+  PyObject* array = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type_num), t.ndim(), dims, strides,
+                                         t.data() ? t.data() : no_elements,
+                                         t.readonly() ? 0 : NPY_ARRAY_WRITEABLE, nullptr);
+  if (!array) {
+    Py_DECREF(owner);
+    return nullptr;
+  }
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), owner) < 0) {  // steals owner either way
+    Py_DECREF(array);
+    return nullptr;
+  }
+  return array;
 }
 
 }  // namespace dlb::python::numpy

@@ -7,6 +7,10 @@
 #include <Python.h>
 
 #include <dlbridge/argument.hpp>
+#include <dlbridge/returns.hpp>
+
+#include <atomic>
+#include <numeric>
 
 namespace {
 
@@ -97,6 +101,98 @@ PyObject* import_null(PyObject*, PyObject* versioned) {
   Py_RETURN_NONE;
 }
 
+// returned_like(like, n, readonly, on_cuda): a tensor made here, returned
+// through to_python_like(t, like), or to_python(t) where like is absent
+// (NULL: no argument), and the address of the tensor's data, as a tuple.
+// A host tensor holds 0, 1, ... n-1 (float64); a CUDA one is n float32 at a
+// made-up device address that nothing reads, whose release counts
+// (releases()).
+std::atomic<long> released{0};
+
+PyObject* returned_like(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4) {
+    PyErr_Format(PyExc_TypeError, "returned_like() takes 4 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  try {
+    const std::int64_t shape[] = {PyLong_AsLongLong(args[1])};
+    if (shape[0] == -1 && PyErr_Occurred()) return nullptr;
+    dlb::tensor t;
+    if (PyObject_IsTrue(args[3])) {
+      t = dlb::tensor::adopt(reinterpret_cast<void*>(std::uintptr_t(0x10000)), dlb::dtype_of<float>,
+                             {dlb::kDLCUDA, 0}, shape, {}, false,
+                             [](void*) noexcept { released.fetch_add(1); }, nullptr);
+    } else {
+      t = dlb::tensor::empty(shape, dlb::dtype_of<double>);
+      auto* data = static_cast<double*>(t.data());
+      std::iota(data, data + shape[0], 0.0);
+    }
+    if (PyObject_IsTrue(args[2])) t.make_readonly();
+    PyObject* address = PyLong_FromVoidPtr(t.data());
+    if (!address) return nullptr;
+    PyObject* out = nullptr;
+    try {
+      out = args[0] == Py_None ? dlb::python::to_python(std::move(t))
+                               : dlb::python::to_python_like(std::move(t), args[0]);
+    } catch (...) {
+      Py_DECREF(address);
+      throw;
+    }
+    return Py_BuildValue("(NN)", out, address);
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* releases(PyObject*, PyObject*) { return PyLong_FromLong(released.load()); }
+
+// empty_returned(like): an empty dlb::tensor (moved from) given to
+// to_python_like(t, like), or to_python where like is None.
+PyObject* empty_returned(PyObject*, PyObject* like) {
+  try {
+    dlb::tensor t = dlb::tensor::empty({}, dlb::dtype_of<double>);
+    const dlb::tensor taken = std::move(t);
+    return like == Py_None ? dlb::python::to_python(std::move(t)) : dlb::python::to_python_like(std::move(t), like);
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+}
+
+// returned_like_null(failed): to_python_like with a NULL like; when
+// `failed` is true, after a call that failed (its exception still set).
+PyObject* returned_like_null(PyObject*, PyObject* failed) {
+  if (PyObject_IsTrue(failed)) PyErr_SetString(PyExc_LookupError, "the call that made the object failed");
+  try {
+    return dlb::python::to_python_like(dlb::tensor::empty({}, dlb::dtype_of<double>), nullptr);
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+}
+
+// table_of(abi_version, size): the installed table with its head faked,
+// checked as get_argument_api checks it (as a module built against another
+// dlbridge would see it).
+PyObject* table_of(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError, "table_of() takes 2 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  try {
+    dlb::python::argument_api fake = dlb::python::get_argument_api();
+    fake.abi_version = std::uint32_t(PyLong_AsUnsignedLong(args[0]));
+    fake.size = std::uint32_t(PyLong_AsUnsignedLong(args[1]));
+    if (PyErr_Occurred()) return nullptr;
+    (void)dlb::python::checked_argument_api(fake);
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 PyMethodDef methods[] = {
     {"total", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(total)), METH_FASTCALL,
      "The sum of a 1-D float64 array taken under the given names (None: NULL)."},
@@ -104,6 +200,13 @@ PyMethodDef methods[] = {
     {"borrow_into_null", borrow_into_null, METH_O, "argument_api::borrow with out=NULL."},
     {"release_nothing", release_nothing, METH_NOARGS, "The release functions with NULL contexts."},
     {"import_null", import_null, METH_O, "tensor::import of NULL."},
+    {"returned_like", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(returned_like)), METH_FASTCALL,
+     "A tensor made in C++ returned like an object (None: to_python), and its data address."},
+    {"releases", releases, METH_NOARGS, "How often returned_like's CUDA tensors were released."},
+    {"empty_returned", empty_returned, METH_O, "An empty tensor given to to_python(_like)."},
+    {"returned_like_null", returned_like_null, METH_O, "to_python_like with a NULL like."},
+    {"table_of", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(table_of)), METH_FASTCALL,
+     "The argument API table with a faked head, checked."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -6,11 +6,13 @@
 #include <Python.h>
 
 #include <dlbridge/argument.hpp>
+#include <dlbridge/returns.hpp>
 
 namespace {
 
 using rows_view = dlb::view<const double, dlb::ndim<2>, dlb::cpu>;
 using column_view = dlb::view<double, dlb::ndim<1>, dlb::c_contig, dlb::cpu>;
+using vector_view = dlb::view<const double, dlb::ndim<1>, dlb::cpu>;
 
 // row_sums(x): a list of the sums of the rows of a 2-D float64 array, any
 // strides, from any producer.
@@ -55,10 +57,28 @@ PyObject* fill_(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// negated(x): -x as a new array, returned like x: an ndarray for an
+// ndarray, a torch.Tensor for a tensor, a JAX array for a JAX array.
+PyObject* negated(PyObject*, PyObject* x) {
+  try {
+    const dlb::python::array_argument<vector_view> in(x, "negated", "x");
+    const vector_view& v = in.view();
+    const std::int64_t shape[] = {v.shape(0)};
+    dlb::tensor out = dlb::tensor::empty(shape, dlb::dtype_of<double>);
+    const auto w = out.as<column_view>();
+    for (std::int64_t i = 0; i < v.shape(0); ++i) w(i) = -v(i);
+    return dlb::python::to_python_like(std::move(out), x);
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+}
+
 PyMethodDef methods[] = {
     {"row_sums", row_sums, METH_O, "The sums of the rows of a 2-D float64 array."},
     {"fill_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fill_)), METH_FASTCALL,
      "Fills a writable contiguous 1-D float64 array with a value."},
+    {"negated", negated, METH_O, "-x for a 1-D float64 array x, as a new array of x's kind."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1,0 +1,46 @@
+// Arrays made in C++ returned to Python, from an extension written in plain
+// C++ (Cython has wrap and wrap_like):
+//
+//   return dlb::python::to_python(std::move(t));           // a dlbridge.Array
+//   return dlb::python::to_python_like(std::move(t), x);   // an ndarray for an ndarray x, ...
+//
+// Both take the tensor (moved in, released on failure) and return a new
+// reference, or throw python_error_already_set with the Python exception set
+// (catch it with raise_python_error, as for array_argument). Call them with
+// the GIL held.
+#pragma once
+
+#include <Python.h>
+
+#include <utility>
+
+#include "dlbridge/argument_api.hpp"
+#include "dlbridge/python.hpp"
+#include "dlbridge/tensor.hpp"
+
+namespace dlb::python {
+
+// t as a new dlbridge.Array on its memory. An empty tensor is ValueError.
+[[nodiscard]] inline PyObject* to_python(tensor t) {
+  PyObject* out = get_argument_api().wrap(&t);
+  if (!out) throw python_error_already_set{};
+  return out;
+}
+
+// t in the currency of `like`, zero copy: a base-class numpy.ndarray for an
+// ndarray (or a subclass), a torch.Tensor for a torch tensor (through its
+// DLPack C exchange table), an array of like's library through its
+// from_dlpack (JAX, CuPy), else a dlbridge.Array. Where that library cannot
+// hold t truthfully, BufferError: device memory for NumPy, read-only data for
+// PyTorch, a dtype NumPy lacks. A NULL `like` is an error, as for
+// array_argument: the Python exception set, or ValueError.
+[[nodiscard]] inline PyObject* to_python_like(tensor t, PyObject* like) {
+  // A NULL like from a call that failed: its exception is set, and no Python
+  // code may run (get_argument_api imports) before it is raised.
+  if (!like && PyErr_Occurred()) throw python_error_already_set{};
+  PyObject* out = get_argument_api().wrap_like(&t, like);
+  if (!out) throw python_error_already_set{};
+  return out;
+}
+
+}  // namespace dlb::python
