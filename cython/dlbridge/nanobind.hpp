@@ -9,6 +9,7 @@
 // next overload, and then raise its "incompatible function arguments". The
 // signature (and nanobind's stubgen) shows the view's demands:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
+// A dlb::tensor result is returned as a dlbridge.Array on its memory.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -16,6 +17,7 @@
 #include <optional>
 
 #include "dlbridge/bindings.hpp"
+#include "dlbridge/returns.hpp"
 
 namespace nanobind::detail {
 
@@ -35,6 +37,25 @@ struct type_caster<dlb::view<T, Constraints...>> {
 
   // Keeps the input's memory (and its producer's export) for the call.
   std::optional<dlb::python::array_argument<view_type>> argument;
+};
+
+template <>
+struct type_caster<dlb::tensor> {
+  NB_TYPE_CASTER(dlb::tensor, const_name("dlbridge.Array"))
+
+  // (A tensor parameter would own what the call only borrows: take a view.)
+  bool from_python(handle, uint32_t, cleanup_list*) noexcept = delete;
+
+  // A new reference, or an empty handle with the Python exception set,
+  // which nanobind raises as it is.
+  static handle from_cpp(dlb::tensor t, rv_policy, cleanup_list*) noexcept {
+    try {
+      return dlb::python::to_python(std::move(t));
+    } catch (...) {
+      dlb::python::raise_python_error();
+      return handle();
+    }
+  }
 };
 
 }  // namespace nanobind::detail

@@ -9,6 +9,7 @@
 // next overload, and then raise its "incompatible function arguments". The
 // signature shows the view's demands:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
+// A dlb::tensor result is returned as a dlbridge.Array on its memory.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -16,6 +17,7 @@
 #include <optional>
 
 #include "dlbridge/bindings.hpp"
+#include "dlbridge/returns.hpp"
 
 namespace pybind11::detail {
 
@@ -36,6 +38,24 @@ struct type_caster<dlb::view<T, Constraints...>> {
  private:
   // Keeps the input's memory (and its producer's export) for the call.
   std::optional<dlb::python::array_argument<view_type>> argument;
+};
+
+template <>
+struct type_caster<dlb::tensor> {
+  PYBIND11_TYPE_CASTER(dlb::tensor, const_name("dlbridge.Array"));
+
+  // (A tensor parameter would own what the call only borrows: take a view.)
+  bool load(handle, bool) = delete;
+
+  // A new reference; the Python exception of a failure is raised as it is.
+  static handle cast(dlb::tensor t, return_value_policy, handle) {
+    try {
+      return dlb::python::to_python(std::move(t));
+    } catch (...) {
+      dlb::python::raise_python_error();
+      throw error_already_set();
+    }
+  }
 };
 
 }  // namespace pybind11::detail

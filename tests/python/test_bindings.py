@@ -3,7 +3,8 @@
 tests/downstream/bindings builds one module per tool (dlb_nanobind,
 dlb_pybind11) binding the same kernels (kernels.hpp) with dlb::view
 parameters, against the INSTALLED dlbridge and the nanobind and pybind11 from
-PyPI. Each test runs against both modules, imported here.
+PyPI; dlb::tensor results become dlbridge.Arrays. Each test runs against both
+modules, imported here.
 """
 import ctypes
 import importlib
@@ -90,6 +91,7 @@ def test_nanobind_stubgen_writes_the_demands(build_folder, tmp_path):
     assert 'def total(x: Annotated[Any, "float64[*, *] C-contiguous cpu read-only"]) -> tuple[str, float]: ...' in stub
     assert ('def fill_rgb(image: Annotated[Any, "uint8[*, *, 3] cpu writable"], r: int, g: int, b: int) -> None: ...'
             in stub), stub
+    assert "import dlbridge" in stub and 'float32[*] cpu read-only"]) -> dlbridge.Array: ...' in stub, stub
 
 
 def producers():
@@ -210,3 +212,21 @@ def test_arguments_hold_no_reference_after_the_call(m):
             except TypeError:
                 pass  # refused: the reference taken for the check is released too
         assert sys.getrefcount(x) == before, type(x)
+
+
+def test_tensor_results_are_arrays(m):
+    torch = pytest.importorskip("torch")
+    assert m.doubled.__doc__.rstrip().endswith("-> dlbridge.Array"), m.doubled.__doc__
+    for x in (np.arange(3, dtype=np.float32), torch.arange(3, dtype=torch.float32), dlbridge.asarray(np.arange(3, dtype=np.float32))):
+        out = m.doubled(x)
+        assert type(out) is dlbridge.Array
+        assert (out.shape, out.dtype, out.device, out.tolist()) == ((3,), "float32", "cpu", [0.0, 2.0, 4.0])
+        assert sys.getrefcount(out) == 2  # the caller's alone
+        assert np.from_dlpack(out).flags.writeable  # new memory, the caller's to write
+    assert m.doubled(np.zeros(0, np.float32)).shape == (0,)
+    # A dlb::tensor holding nothing: to_python's ValueError, raised as it is.
+    with pytest.raises(ValueError) as caught:
+        m.nothing()
+    assert str(caught.value) == ("to_python: expected a dlb::tensor holding an array, got an empty one "
+                                 "(default-constructed or moved from)")
+    assert caught.value.__cause__ is None and caught.value.__context__ is None

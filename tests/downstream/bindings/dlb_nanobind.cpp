@@ -18,4 +18,6 @@ NB_MODULE(dlb_nanobind, m) {
   m.def("fill_rgb", &kernels::fill_rgb, nb::arg("image"), nb::arg("r"), nb::arg("g"), nb::arg("b"));
   m.def("lower_left", &kernels::lower_left, nb::arg("x"));
   m.def("last", &kernels::last, nb::arg("x"));
+  m.def("doubled", &kernels::doubled, nb::arg("x"));
+  m.def("nothing", &kernels::nothing);
 }

@@ -17,4 +17,6 @@ PYBIND11_MODULE(dlb_pybind11, m) {
   m.def("fill_rgb", &kernels::fill_rgb, py::arg("image"), py::arg("r"), py::arg("g"), py::arg("b"));
   m.def("lower_left", &kernels::lower_left, py::arg("x"));
   m.def("last", &kernels::last, py::arg("x"));
+  m.def("doubled", &kernels::doubled, py::arg("x"));
+  m.def("nothing", &kernels::nothing);
 }

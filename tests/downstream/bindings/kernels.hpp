@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include <dlbridge/tensor.hpp>
 #include <dlbridge/view.hpp>
 
 namespace kernels {
@@ -42,5 +43,17 @@ inline void fill_rgb(const rgb_image& image, std::uint8_t r, std::uint8_t g, std
 inline double lower_left(const fortran_pair& x) { return x.shape(1) ? x(1, 0) : 0.0; }
 
 inline std::int64_t last(contiguous_ints x) { return x.shape(0) ? x(x.shape(0) - 1) : -1; }
+
+// A new array: twice x.
+inline dlb::tensor doubled(dlb::view<const float, dlb::ndim<1>, dlb::cpu> x) {
+  const std::int64_t n = x.shape(0);
+  dlb::tensor out = dlb::tensor::empty({&n, 1}, dlb::dtype_of<float>);
+  const auto y = dlb::view<float, dlb::ndim<1>, dlb::cpu>::from(out.dltensor());
+  for (std::int64_t i = 0; i < n; ++i) y(i) = 2 * x(i);
+  return out;
+}
+
+// A tensor that holds nothing, which Python cannot be given.
+inline dlb::tensor nothing() { return {}; }
 
 }  // namespace kernels
