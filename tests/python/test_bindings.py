@@ -230,3 +230,14 @@ def test_tensor_results_are_arrays(m):
     assert str(caught.value) == ("to_python: expected a dlb::tensor holding an array, got an empty one "
                                  "(default-constructed or moved from)")
     assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+def test_cpp_guide_quotes_the_modules():
+    guide = (SOURCE.parents[2] / "docs" / "cpp-guide.md").read_text()
+    section = guide.split("## nanobind and pybind11\n", 1)[1].split("\n## ", 1)[0]
+    sources = "\n".join((SOURCE / name).read_text() for name in ("kernels.hpp", "dlb_nanobind.cpp"))
+    blocks = section.split("```cpp\n")[1:]
+    assert len(blocks) == 4
+    for block in blocks:
+        code = block.split("```", 1)[0]
+        assert code in sources, f"docs/cpp-guide.md quotes code that tests/downstream/bindings does not have:\n{code}"
