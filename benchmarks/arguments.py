@@ -6,7 +6,8 @@ benchmarks/arguments/ holds the same function written with dlbridge's
 argument converter (cpp.array_argument), the two routes it replaces (a typed
 `Array` argument, and `dlbridge.asarray` then the view, as the Cython guide
 showed before), Cython's typed memoryview and cnp.ndarray, nanobind's
-nb::ndarray and pybind11's py::array_t. It is built here with Meson against
+nb::ndarray and pybind11's py::array_t, and both tools with dlbridge's
+casters (dlbridge/nanobind.hpp, pybind11.hpp). It is built here with Meson against
 the installed dlbridge and the nanobind and pybind11 from PyPI
 (tests/requirements.txt), and cached under build/benchmarks/.
 
@@ -52,6 +53,8 @@ ROUTES = {
     "Cython cnp.ndarray": ("args_cython", "cnp_route", ("NumPy",)),
     "nanobind nb::ndarray": ("args_nanobind", "view", ("NumPy", "torch", "Array")),
     "pybind11 py::array_t": ("args_pybind11", "view", ("NumPy", "torch", "Array")),
+    "nanobind with dlbridge's caster": ("args_nanobind", "caster", ("NumPy", "torch", "Array")),
+    "pybind11 with dlbridge's caster": ("args_pybind11", "caster", ("NumPy", "torch", "Array")),
 }
 INPUTS = ("NumPy", "torch", "Array")
 # (input, peer route, goal) of each gated ratio: converter / peer, net of the bare call.
