@@ -183,6 +183,7 @@ cdef class _HeldBuffer:
         PyBuffer_Release(&self.view)  # nothing when the export failed (view.obj is NULL: zeroed at allocation)
 
 
+@cython.cdivision(True)  # itemsize > 0 is checked first
 cdef _HeldBuffer _jax_buffer(object x, cpp.borrowed_array* out):
     """x's buffer, held, with `out` describing it (shape in the buffer,
     strides in out.strides; not validated, no owner), or None where the
@@ -193,8 +194,8 @@ cdef _HeldBuffer _jax_buffer(object x, cpp.borrowed_array* out):
         return None
     cdef Py_buffer* b = &held.view
     cdef cpp.dtype t
-    if (not _format_dtype(b.format, b.itemsize, &t) or b.ndim > cpp.max_ndim or b.suboffsets != NULL
-            or (b.ndim and b.strides == NULL) or sizeof(Py_ssize_t) != sizeof(int64_t)):
+    if (b.itemsize <= 0 or not _format_dtype(b.format, b.itemsize, &t) or b.ndim > cpp.max_ndim
+            or b.suboffsets != NULL or (b.ndim and b.strides == NULL) or sizeof(Py_ssize_t) != sizeof(int64_t)):
         return None
     for i in range(b.ndim):
         if b.strides[i] % b.itemsize:
