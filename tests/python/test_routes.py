@@ -256,3 +256,40 @@ def test_sharded_and_other_device_jax_arrays():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- the argument converter, on JAX host arrays ------------------------------------
+
+from test_cython_consumers import example, run  # noqa: E402,F401  (the compiled example, built once here)
+
+
+def test_converter_takes_jax_host_arrays_through_their_buffer(example):
+    run(example, """
+        import sys
+        import jax, jax.numpy as jnp
+        x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+        before = sys.getrefcount(x)
+        for _ in range(200):
+            assert ex.row_sums(x).tolist() == [6.0, 22.0, 38.0]
+        assert sys.getrefcount(x) == before  # the buffer is released after each call
+        for call, message in [
+                (lambda: ex.scale_(x, 2.0), "scale_(): argument 'x': expected writable data, got read-only data"),
+                # bfloat16 has no buffer format: __dlpack__ answers, as before.
+                (lambda: ex.row_sums(x.astype(jnp.bfloat16)),
+                 "row_sums(): argument 'x': expected float32, got bfloat16"),
+                (lambda: ex.row_sums(x[None]), "row_sums(): argument 'x': expected ndim 2, got 3")]:
+            try:
+                call()
+            except TypeError as e:
+                assert str(e) == message, e
+            else:
+                raise AssertionError(f"no TypeError: {message}")
+        y = jnp.ones((2, 3), jnp.float32)
+        y.delete()
+        try:
+            ex.row_sums(y)
+        except TypeError as e:  # __dlpack_device__'s answer, as before
+            assert "(from ArrayImpl.__dlpack_device__(); got dtype float32)" in str(e), e
+        else:
+            raise AssertionError("a deleted array was read")
+    """)
