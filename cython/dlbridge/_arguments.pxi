@@ -30,8 +30,9 @@ cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, c
     """The fastest route for each producer: an exact ndarray's fields; an
     Array's own tensor; a C exchange table's dltensor_from_py_object_no_sync
     (host memory: GPU data goes through from_dlpack, which orders streams);
-    a JAX host array's buffer; anything else through asarray's protocols without a copy, whose Array is
-    kept. An object with no array protocol is TypeError, as a wrong argument.
+    a JAX host array's buffer; anything else through asarray's protocols
+    without a copy, whose Array is kept. An object with no array protocol
+    is TypeError, as a wrong argument.
     NULL names are left out of messages (argument.hpp says how)."""
     cdef const cpp.DLPackExchangeAPI* api
     cdef Array a
