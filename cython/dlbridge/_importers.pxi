@@ -29,8 +29,10 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
     Reads an exact ``numpy.ndarray``'s own fields where DLPack can carry it,
     ``device`` is not given and ``copy`` is not True; uses the DLPack C
-    exchange API of ``type(x)`` when it has one (PyTorch does) and neither
-    ``device`` nor ``copy`` is given; otherwise asks ``x.__dlpack__`` for a
+    exchange API of ``type(x)`` when it has one (PyTorch does), and a JAX
+    host array's buffer, when ``device`` is not given and ``copy`` is not
+    True (a table's tensor flagged IS_COPIED is ValueError under
+    ``copy=False``); otherwise asks ``x.__dlpack__`` for a
     DLPack 1.3 capsule, falling back to the legacy protocol for producers
     older than DLPack 1.0 (a producer with no ``__dlpack_device__`` is
     taken too: its tensor says where the data is). ``copy=True`` always
