@@ -17,7 +17,8 @@ has no row for it. The goal rows are ratios of those net costs:
 
 - NumPy input: converter <= 0.6x cnp.ndarray (Cython's fastest route);
 - torch input: converter <= 0.1x nanobind;
-- dlbridge.Array input: converter <= 1.2x the typed `Array` argument.
+- dlbridge.Array input: converter <= 1.2x the typed `Array` argument;
+- JAX input (a CPU jax.Array): converter <= 1.0x Cython's typed memoryview.
 
 Without --quick, callgrind counts (instructions per call, net of the bare
 call) are given beside each goal row, where valgrind is installed.
@@ -46,20 +47,20 @@ CACHE = ROOT / "build" / "benchmarks"
 
 # (module, function) of each route, and the inputs it takes.
 ROUTES = {
-    "dlbridge converter": ("args_cython", "converter", ("NumPy", "torch", "Array")),
+    "dlbridge converter": ("args_cython", "converter", ("NumPy", "torch", "Array", "JAX")),
     "dlbridge typed Array argument": ("args_cython", "typed_array", ("Array",)),
-    "dlbridge asarray then view": ("args_cython", "through_asarray", ("NumPy", "torch", "Array")),
-    "Cython typed memoryview": ("args_cython", "memoryview_route", ("NumPy", "Array")),
+    "dlbridge asarray then view": ("args_cython", "through_asarray", ("NumPy", "torch", "Array", "JAX")),
+    "Cython typed memoryview": ("args_cython", "memoryview_route", ("NumPy", "Array", "JAX")),
     "Cython cnp.ndarray": ("args_cython", "cnp_route", ("NumPy",)),
     "nanobind nb::ndarray": ("args_nanobind", "view", ("NumPy", "torch", "Array")),
     "pybind11 py::array_t": ("args_pybind11", "view", ("NumPy", "torch", "Array")),
     "nanobind with dlbridge's caster": ("args_nanobind", "caster", ("NumPy", "torch", "Array")),
     "pybind11 with dlbridge's caster": ("args_pybind11", "caster", ("NumPy", "torch", "Array")),
 }
-INPUTS = ("NumPy", "torch", "Array")
+INPUTS = ("NumPy", "torch", "Array", "JAX")
 # (input, peer route, goal) of each gated ratio: converter / peer, net of the bare call.
 GOALS = [("NumPy", "Cython cnp.ndarray", 0.6), ("torch", "nanobind nb::ndarray", 0.1),
-         ("Array", "dlbridge typed Array argument", 1.2)]
+         ("Array", "dlbridge typed Array argument", 1.2), ("JAX", "Cython typed memoryview", 1.0)]
 
 
 def goal_name(input_: str, peer: str) -> str:
@@ -110,9 +111,12 @@ def build() -> tuple[pathlib.Path | None, str]:
 
 
 def inputs() -> dict[str, object]:
+    import jax
     import torch
+    jax.config.update("jax_enable_x64", True)  # float64 arrays (this process holds no other JAX work)
     a = np.ones((1, 1))
-    return {"NumPy": a, "torch": torch.ones(1, 1, dtype=torch.float64), "Array": dlbridge.asarray(a)}
+    return {"NumPy": a, "torch": torch.ones(1, 1, dtype=torch.float64), "Array": dlbridge.asarray(a),
+            "JAX": jax.numpy.ones((1, 1))}
 
 
 def functions(folder: pathlib.Path) -> dict[str, object]:

@@ -26,6 +26,8 @@ CASES = [
     ("dlb_arr.__dlpack__() / np_arr.__dlpack__()", "x.__dlpack__()", "x.__dlpack__()", 1.0),
     ("torch.from_dlpack(dlb_arr) / torch.from_dlpack(np_arr)", "f(x)", "f(x)", 1.0),
     ("dlbridge.from_dlpack(torch_t) / torch.from_dlpack(torch_t)", "f(x)", "f(x)", 0.5),
+    # copy=False takes PyTorch's exchange table too (issue 24).
+    ("dlbridge.asarray(torch_t, copy=False) / dlbridge.asarray(torch_t)", "f(x, copy=False)", "f(x)", 1.1),
 ]
 
 
@@ -44,6 +46,7 @@ def cases():
         (dict(x=d), dict(x=a)),
         (torch and dict(f=torch.from_dlpack, x=d), torch and dict(f=torch.from_dlpack, x=a)),
         (torch and dict(f=dlbridge.from_dlpack, x=t), torch and dict(f=torch.from_dlpack, x=t)),
+        (torch and dict(f=dlbridge.asarray, x=t), torch and dict(f=dlbridge.asarray, x=t)),
     ]
     for (name, ours_stmt, peer_stmt, goal), (ours, peer) in zip(CASES, sides):
         if ours is None:

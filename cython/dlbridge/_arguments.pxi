@@ -30,8 +30,9 @@ cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, c
     """The fastest route for each producer: an exact ndarray's fields; an
     Array's own tensor; a C exchange table's dltensor_from_py_object_no_sync
     (host memory: GPU data goes through from_dlpack, which orders streams);
-    anything else through asarray's protocols without a copy, whose Array is
-    kept. An object with no array protocol is TypeError, as a wrong argument.
+    a JAX host array's buffer; anything else through asarray's protocols
+    without a copy, whose Array is kept. An object with no array protocol
+    is TypeError, as a wrong argument.
     NULL names are left out of messages (argument.hpp says how)."""
     cdef const cpp.DLPackExchangeAPI* api
     cdef Array a
@@ -60,6 +61,13 @@ cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, c
                     and _torch_state_checked(x, out.tensor.dtype.code == cpp.kDLComplex)):
                 out.readonly = False
                 return _borrow_validated(out)
+        if api == NULL and _is_jax_array(Py_TYPE(x)):
+            held = _jax_buffer(x, out)  # JAX's host arrays; None where __dlpack__ answers
+            if held is not None:
+                _borrow_validated(out)
+                Py_INCREF(held)
+                out.owner = <PyObject*>held
+                return 0
         a = _shared_array(x, None, True)
         if a is None:
             raise TypeError(f"{_label(function, name)}: expected an array (an object with __dlpack__, "

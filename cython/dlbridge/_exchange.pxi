@@ -321,9 +321,10 @@ cdef int _check_slot(int status, object x, str slot) except -1:
     return -1
 
 
-cdef Array from_exchange_api(object x):
+cdef Array from_exchange_api(object x, bint copy_false=False):
     """from_dlpack(x) through the exchange table of type(x): an Array, or None
-    when the type has no DLPack 1.x table or its table fails to export x."""
+    when the type has no DLPack 1.x table or its table fails to export x.
+    copy_false: ValueError where the table says it copied the data."""
     cdef const cpp.DLPackExchangeAPI* api = _exchange_api_of(x)
     if api == NULL:
         return None
@@ -331,7 +332,7 @@ cdef Array from_exchange_api(object x):
         # An Array (or a subclass keeping dlbridge's table): a view of it, no
         # export in between, so that the collector can follow what holds the memory.
         return _whole_view(<Array>x)
-    return _import_through(api, x)
+    return _import_through(api, x, copy_false)
 
 
 cdef Array _whole_view(Array a):
@@ -341,7 +342,7 @@ cdef Array _whole_view(Array a):
     return _view(a, t)
 
 
-cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
+cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy_false):
     # Apart from from_exchange_api, so that producers with no table do not
     # pay for this function's C++ locals.
     _torch_state_checked(x)
@@ -356,7 +357,12 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x):
         return None
     if m == NULL:
         return None
+    # The slot takes no copy argument: a producer may copy (and says so with
+    # IS_COPIED), which copy=False must not let pass.
+    cdef bint copied = (m.flags & cpp.dlpack_flag_is_copied) != 0
     cdef cpp.tensor t = cpp.tensor.import_(m, cpp.release_versioned)
+    if copied and copy_false:
+        _refuse_copied(x)  # t's destructor releases the copy
     # The slot does not synchronise: the data is ready in the order of the
     # producer's current work stream, which the legacy default stream (where
     # dlbridge's arrays are ready) must wait for, and the host too for

@@ -19,6 +19,7 @@ EXCHANGE = [
     "dlb_arr.__dlpack__() / np_arr.__dlpack__()",
     "torch.from_dlpack(dlb_arr) / torch.from_dlpack(np_arr)",
     "dlbridge.from_dlpack(torch_t) / torch.from_dlpack(torch_t)",
+    "dlbridge.asarray(torch_t, copy=False) / dlbridge.asarray(torch_t)",
 ]
 sys.path.insert(0, str(BENCHMARKS))
 import arguments  # noqa: E402  (the row names only)
