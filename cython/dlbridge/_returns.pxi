@@ -110,6 +110,21 @@ cdef object wrap_like(cpp.tensor& t, object like):
     return from_dlpack(wrap(t))
 
 
+cdef int _slot_zeros(cpp.device where, const int64_t* shape, int32_t ndim, cpp.dtype type,
+                     cpp.tensor* out) noexcept:
+    try:
+        if out == NULL:
+            raise ValueError("zeros_like: expected a dlb::tensor to fill, got out=NULL")
+        try:
+            out[0] = empty_on(where, cpp.extents_t(shape, ndim), type)
+            fill_on_device(out[0], _zero_bits(type))
+        except (RuntimeError, ValueError) as e:
+            raise BufferError(f"zeros_like: cannot allocate memory on {device_from_cpp(where)}: {e}") from None
+        return 0
+    except BaseException as e:
+        return _fail(e)
+
+
 cdef void _drop(cpp.tensor* t) noexcept:
     """Releases *t (the slots own it, failing too)."""
     cdef cpp.tensor dropped
