@@ -8,7 +8,7 @@ from cpython.ref cimport Py_DECREF
 cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
     cbool is_ndarray_subtype(PyTypeObject*) noexcept
     int type_num_of(cpp.DLDataType) noexcept
-    PyObject* new_ndarray(const cpp.tensor&, int, PyObject*) except NULL
+    object new_ndarray(const cpp.tensor&, int, PyObject*)  # a new reference, or NULL with an exception set
 
 
 cdef str _currency(like):
@@ -30,7 +30,7 @@ cdef object _as_ndarray(cpp.tensor& t, like):
                           f"NumPy has no such dtype")
     cdef Array owner = wrap(t)
     Py_INCREF(owner)  # new_ndarray steals it
-    return <object>new_ndarray(owner.t, type_num, <PyObject*>owner)
+    return new_ndarray(owner.t, type_num, <PyObject*>owner)
 
 
 cdef object _through_table(const cpp.DLPackExchangeAPI* api, cpp.tensor& t, like):
