@@ -92,6 +92,7 @@ _argument_api_table.tensor_offset = _tensor_offset()
 _argument_api_table.borrow = _borrow
 _argument_api_table.wrap = _slot_wrap
 _argument_api_table.wrap_like = _slot_wrap_like
+_argument_api_table.zeros = _slot_zeros
 
 # The table lives as long as the module, which Python never unloads.
 _argument_api = PyCapsule_New(&_argument_api_table, cpp.argument_api_capsule, NULL)

@@ -47,6 +47,12 @@ cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
         raise MemoryError(f"{name}: cannot allocate {nbytes} bytes for shape {shape} of {dt.name}") from None
 
 
+cdef cpp.scalar _zero_bits(cpp.dtype type):
+    """The value whose bits are all zero, as on the CPU: for float8_e8m0fnu,
+    which has no zero, its smallest value 2**-127 (so it is for ml_dtypes too)."""
+    return cpp.scalar.from_real(2.0**-127) if type.code == cpp.kDLFloat8_e8m0fnu else cpp.scalar.from_int(0)
+
+
 def empty(shape, *, dtype=None, device=None):
     """A new C-contiguous array with uninitialised values (float64 by default)."""
     cdef cpp.tensor t = _allocate(shape, as_dtype("float64" if dtype is None else dtype), device, "empty")
@@ -57,10 +63,7 @@ def zeros(shape, *, dtype=None, device=None):
     """A new C-contiguous array of zero bits (float64 by default)."""
     cdef cpp.tensor t = _allocate(shape, as_dtype("float64" if dtype is None else dtype), device, "zeros")
     if t.get_device().type != cpp.kDLCPU:
-        # Zero bits, as on the CPU: for float8_e8m0fnu, which has no zero,
-        # that is its smallest value 2**-127 (so it is for ml_dtypes too).
-        fill_on_device(t, cpp.scalar.from_real(2.0**-127) if t.type().code == cpp.kDLFloat8_e8m0fnu
-                       else cpp.scalar.from_int(0))
+        fill_on_device(t, _zero_bits(t.type()))
         return wrap(t)
     with nogil:
         memset(t.data(), 0, t.nbytes())
@@ -74,25 +77,13 @@ def full(shape, fill_value, *, dtype=None, device=None):
     cdef DType dt = _dtype_of_value(fill_value) if dtype is None else as_dtype(dtype)
     # Checked before any memory is asked for.
     cdef cpp.scalar value = _element_value(dt.value, fill_value)
-    cdef uint64_t[2] element = [0, 0]
-    if dt.value.itemsize() > sizeof(element):  # no dtype has more than 16 bytes (complex128)
-        raise TypeError(f"full: {dt.name} elements do not fit in {sizeof(element)} bytes")
-    cpp.store(dt.value, <void*>element, value, 0)
     cdef cpp.tensor t = _allocate(shape, dt, device, "full")
-    cdef int64_t n = t.size(), i
-    cdef char* base = <char*>t.data()
-    cdef int64_t itemsize = dt.value.itemsize()
+    cdef int64_t n = t.size()
     if n == 0:
         return wrap(t)
     if t.get_device().type != cpp.kDLCPU:
         fill_on_device(t, value)
         return wrap(t)
     with nogil:
-        if dt.value.is_subbyte():
-            memset(base, 0, t.nbytes())
-            for i in range(n):
-                cpp.store(dt.value, base, value, i)
-        else:
-            for i in range(n):
-                memcpy(base + i * itemsize, element, itemsize)
+        cpp.fill(dt.value, t.data(), n, value)
     return wrap(t)

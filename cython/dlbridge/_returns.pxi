@@ -8,7 +8,7 @@ from cpython.ref cimport Py_DECREF
 cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
     cbool is_ndarray_subtype(PyTypeObject*) noexcept
     int type_num_of(cpp.DLDataType) noexcept
-    PyObject* new_ndarray(const cpp.tensor&, int, PyObject*) except NULL
+    object new_ndarray(const cpp.tensor&, int, PyObject*)  # a new reference, or NULL with an exception set
 
 
 cdef str _currency(like):
@@ -30,7 +30,7 @@ cdef object _as_ndarray(cpp.tensor& t, like):
                           f"NumPy has no such dtype")
     cdef Array owner = wrap(t)
     Py_INCREF(owner)  # new_ndarray steals it
-    return <object>new_ndarray(owner.t, type_num, <PyObject*>owner)
+    return new_ndarray(owner.t, type_num, <PyObject*>owner)
 
 
 cdef object _through_table(const cpp.DLPackExchangeAPI* api, cpp.tensor& t, like):
@@ -108,6 +108,21 @@ cdef object wrap_like(cpp.tensor& t, object like):
     if from_dlpack is None:
         return wrap(t)
     return from_dlpack(wrap(t))
+
+
+cdef int _slot_zeros(cpp.device where, const int64_t* shape, int32_t ndim, cpp.dtype type,
+                     cpp.tensor* out) noexcept:
+    try:
+        if out == NULL:
+            raise ValueError("zeros_like: expected a dlb::tensor to fill, got out=NULL")
+        try:
+            out[0] = empty_on(where, cpp.extents_t(shape, ndim), type)
+            fill_on_device(out[0], _zero_bits(type))
+        except (RuntimeError, ValueError) as e:
+            raise BufferError(f"zeros_like: cannot allocate memory on {device_from_cpp(where)}: {e}") from None
+        return 0
+    except BaseException as e:
+        return _fail(e)
 
 
 cdef void _drop(cpp.tensor* t) noexcept:

@@ -51,6 +51,10 @@ struct argument_api {
   // exception set (*t is then released).
   PyObject* (*wrap)(tensor* t);
   PyObject* (*wrap_like)(tensor* t, PyObject* like);
+  // Fills *out with new C-contiguous memory of zero bits on `where`, through
+  // dlbridge's backend (CUDA where it was built): 0, or -1 with a Python
+  // exception set (BufferError where dlbridge cannot allocate there).
+  int (*zeros)(device where, const std::int64_t* shape, std::int32_t ndim, dtype type, tensor* out);
 };
 inline constexpr std::uint32_t argument_api_version = 3;
 inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";

@@ -137,6 +137,22 @@ cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
     optional[dtype] dtype_from_typestr(string_view)
 
 
+cdef extern from * nogil:
+    """
+    #include "dlbridge/dtype.hpp"
+    #ifndef DLBRIDGE_CYTHON_DTYPE_OF
+    #define DLBRIDGE_CYTHON_DTYPE_OF
+    namespace dlb::cython {
+    // dlb::dtype_of<T> for Cython, which has no variable templates.
+    template <class T>
+    constexpr dlb::dtype dtype_of() { return dlb::dtype_of<T>; }
+    }  // namespace dlb::cython
+    #endif
+    """
+    # The dtype of a C element type: cpp.dtype_of[float]() is float32.
+    dtype dtype_of "dlb::cython::dtype_of"[T]()
+
+
 cdef extern from "dlbridge/device.hpp" namespace "dlb" nogil:
     cdef cppclass device:
         DLDeviceType type
@@ -296,6 +312,12 @@ cdef extern from "dlbridge/tensor.hpp" namespace "dlb" nogil:
         void swap(tensor&)
         @staticmethod
         tensor empty(extents_t, dtype) except +raise_python_error
+        # New C-contiguous host memory of zero bits, or with every element
+        # `value` (ValueError where it does not fit the dtype).
+        @staticmethod
+        tensor zeros(extents_t, dtype) except +raise_python_error
+        @staticmethod
+        tensor full(extents_t, dtype, const scalar& value) except +raise_python_error
         @staticmethod
         tensor adopt(void*, dtype, device, extents_t, extents_t, cbool, release_fn, void*) except +raise_python_error
         @staticmethod
@@ -380,6 +402,8 @@ cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:
     scalar load(dtype, const void*, int64_t)
     void store(dtype, void*, const scalar&, int64_t)
     cbool fits(dtype, const scalar&)
+    # Writes a value into `count` elements of C-contiguous host memory.
+    void fill(dtype, void*, int64_t count, const scalar&)
 
 
 cdef extern from "dlbridge/host_copy.hpp" namespace "dlb" nogil:
@@ -418,6 +442,14 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
     string argument_label(const char* function, const char* name) except +raise_python_error
 
 
+cdef extern from "dlbridge/returns.hpp" namespace "dlb::python":
+    # A new C-contiguous tensor of zero bits with a view's shape, dtype and
+    # device (other devices than the CPU through dlbridge's backend;
+    # BufferError for a device it cannot allocate on). Return tensors with
+    # `wrap` or `wrap_like` (dlbridge/_array.pxd).
+    tensor zeros_like "dlb::python::zeros_like"[V](const V&) except +raise_python_error
+
+
 cdef extern from "dlbridge/argument_api.hpp" namespace "dlb::python":
     # The converter's C interface, for dlbridge itself (argument.hpp uses it).
     struct borrowed_array:
@@ -433,5 +465,6 @@ cdef extern from "dlbridge/argument_api.hpp" namespace "dlb::python":
         int (*borrow)(PyObject*, borrowed_array*, const char*, const char*) noexcept
         PyObject* (*wrap)(tensor*) noexcept
         PyObject* (*wrap_like)(tensor*, PyObject*) noexcept
+        int (*zeros)(device, const int64_t*, int32_t, dtype, tensor*) noexcept
     const uint32_t argument_api_version
     const char* argument_api_capsule

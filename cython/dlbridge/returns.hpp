@@ -4,7 +4,9 @@
 //   return dlb::python::to_python(std::move(t));           // a dlbridge.Array
 //   return dlb::python::to_python_like(std::move(t), x);   // an ndarray for an ndarray x, ...
 //
-// Both take the tensor (moved in, released on failure) and return a new
+//   dlb::tensor out = dlb::python::zeros_like(in.view());  // shape, dtype and device of a view
+//
+// to_python and to_python_like take the tensor (moved in, released on failure) and return a new
 // reference, or throw python_error_already_set with the Python exception set
 // (catch it with raise_python_error, as for array_argument). Call them with
 // the GIL held.
@@ -12,11 +14,14 @@
 
 #include <Python.h>
 
+#include <array>
+#include <cstdint>
 #include <utility>
 
 #include "dlbridge/argument_api.hpp"
 #include "dlbridge/python.hpp"
 #include "dlbridge/tensor.hpp"
+#include "dlbridge/view.hpp"
 
 namespace dlb::python {
 
@@ -40,6 +45,28 @@ namespace dlb::python {
   if (!like && PyErr_Occurred()) throw python_error_already_set{};
   PyObject* out = get_argument_api().wrap_like(&t, like);
   if (!out) throw python_error_already_set{};
+  return out;
+}
+
+namespace detail {
+template <class>
+inline constexpr bool is_view = false;
+template <class T, class... Constraints>
+inline constexpr bool is_view<view<T, Constraints...>> = true;
+}  // namespace detail
+
+// A new C-contiguous tensor of zero bits with v's shape, dtype and device:
+// host memory directly, other devices through dlbridge's backend (CUDA where
+// dlbridge was built with it); BufferError for a device it cannot allocate on.
+// (Its one template argument is the view type, which Cython spells out.)
+template <class View>
+  requires detail::is_view<View>
+[[nodiscard]] tensor zeros_like(const View& v) {
+  std::array<std::int64_t, std::size_t(View::rank)> shape{};
+  for (std::int32_t i = 0; i < v.rank; ++i) shape[std::size_t(i)] = v.shape(i);
+  if (v.device().type == kDLCPU) return tensor::zeros(shape, v.dtype);
+  tensor out;
+  if (get_argument_api().zeros(v.device(), shape.data(), v.rank, v.dtype, &out) != 0) throw python_error_already_set{};
   return out;
 }
 

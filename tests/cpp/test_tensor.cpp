@@ -164,6 +164,33 @@ TEST_CASE("tensor: empty() refuses impossible shapes") {
   CHECK_THROWS_WITH_AS((void)dlb::tensor::empty(vec{0, -2}, f32), "negative extent", std::invalid_argument);
 }
 
+TEST_CASE("tensor: zeros() and full() fill new host memory") {
+  const auto z = dlb::tensor::zeros(vec{2, 3}, f64);
+  CHECK(to_vec(z.strides()) == vec{3, 1});
+  const auto* zd = static_cast<const double*>(z.data());
+  for (int i = 0; i < 6; ++i) CHECK(zd[i] == 0.0);
+
+  const auto f = dlb::tensor::full(vec{4}, i32, dlb::scalar::from_int(-7));
+  const auto* fd = static_cast<const std::int32_t*>(f.data());
+  for (int i = 0; i < 4; ++i) CHECK(fd[i] == -7);
+  // Converted as store() converts: a real to float32 rounds once.
+  const auto g = dlb::tensor::full(vec{3}, f32, dlb::scalar::from_real(0.1));
+  CHECK(static_cast<const float*>(g.data())[2] == 0.1f);
+  // Packed sub-byte elements: each written, the spare bits zero.
+  const auto p = dlb::tensor::full(vec{3}, dlb::dtype{dlb::kDLFloat4_e2m1fn, 4}, dlb::scalar::from_real(1.0));
+  CHECK(static_cast<const std::uint8_t*>(p.data())[0] == 0x22);
+  CHECK(static_cast<const std::uint8_t*>(p.data())[1] == 0x02);
+  CHECK(dlb::tensor::full(vec{0}, f64, dlb::scalar::from_real(1.0)).size() == 0);
+
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::full(vec{2}, dlb::dtype{dlb::kDLUInt, 8}, dlb::scalar::from_int(300)),
+                       "tensor::full: 300 is out of bounds for uint8", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::full(vec{2}, i32, dlb::scalar::from_int(-3000000000)),
+                       "tensor::full: -3000000000 is out of bounds for int32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::full(vec{2}, f32, dlb::scalar::from_complex(1, 1)),
+                       "tensor::full: a complex value does not fit in float32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)dlb::tensor::zeros(vec{-1}, f32), "negative extent", std::invalid_argument);
+}
+
 // ---------------------------------------------------------------------------
 // Copies, moves and views
 

@@ -17,6 +17,7 @@ import textwrap
 import pytest
 
 import dlbridge
+from gpu import needs_gpu
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "cython"
 PACKAGE = pathlib.Path(os.path.abspath(dlbridge.__file__)).parent
@@ -440,11 +441,11 @@ def test_memory_wrapped_through_a_cuda_view_is_labelled_cuda(example):
 
 
 def test_guide_quotes_the_example_verbatim():
-    """Code blocks the guide marks "from tests/downstream/cython/<file>" are
+    """Code blocks the guides mark "from tests/downstream/cython/<file>" are
     taken from that file, so the guide shows the code this module runs."""
-    text = GUIDE.read_text()
+    text = GUIDE.read_text() + (GUIDE.parent / "cpp-guide.md").read_text()
     blocks = re.findall(r"<!-- from (tests/downstream/cython/[\w.]+) -->\n```\w+\n(.*?)```", text, re.S)
-    assert len(blocks) >= 10, blocks
+    assert len(blocks) >= 14, blocks
     root = GUIDE.parents[1]
     for name, block in blocks:
         assert block in (root / name).read_text(), f"{name} no longer contains:\n{block}"
@@ -543,4 +544,183 @@ def test_null_objects_and_pointers_are_errors_or_nothing(example):
         assert c.release_nothing() is True
         raises(lambda: c.import_null(True), ValueError, "tensor::import: expected a DLManagedTensorVersioned, got NULL")
         raises(lambda: c.import_null(False), ValueError, "tensor::import: expected a DLManagedTensor, got NULL")
+    """))
+
+
+# -- Returning arrays made in C++ (wrap_like, to_python, to_python_like) --------
+
+def test_arrays_return_like_their_input(example):
+    # NumPy in, ndarray out (a subclass gives a base-class ndarray); torch in,
+    # torch out; JAX in, JAX out; anything else a dlbridge.Array. Zero copy:
+    # the returned array's data is the C++ tensor's.
+    run(example, """
+        import jax
+        import jax.numpy as jnp
+        import dlb_contracts as c
+        import dlb_plain
+        jax.config.update("jax_enable_x64", True)  # float64 stays float64 (else JAX copies it to float32)
+
+        class Sub(np.ndarray):
+            pass
+
+        def address(r):
+            if isinstance(r, torch.Tensor):
+                return r.data_ptr()
+            if isinstance(r, jax.Array):
+                return r.unsafe_buffer_pointer()
+            return dlbridge.asarray(r).data_ptr
+
+        cases = [(np.zeros(1), np.ndarray), (np.zeros(1).view(Sub), np.ndarray), (torch.zeros(1), torch.Tensor),
+                 (jnp.zeros(1), jax.Array), (dlbridge.zeros(1), dlbridge.Array),
+                 (type("A", (dlbridge.Array,), {})(np.zeros(1)), dlbridge.Array), (memoryview(b"x"), dlbridge.Array),
+                 ([1.0], dlbridge.Array), (None, dlbridge.Array)]  # None: to_python
+        for like, kind in cases:
+            for readonly in (False, True):
+                if kind in (torch.Tensor, jax.Array) and readonly:
+                    continue  # BufferError: test_returned_arrays_are_truthful
+                r, data = c.returned_like(like, 5, readonly, "float64")
+                assert isinstance(r, kind) and (kind is not np.ndarray or type(r) is np.ndarray), (like, type(r))
+                assert address(r) == data, like
+                a = dlbridge.asarray(r)
+                assert (a.shape, a.strides, a.dtype, a.tolist()) == ((5,), (1,), "float64", [0.0, 1.0, 2.0, 3.0, 4.0])
+                if kind is np.ndarray:
+                    assert r.flags.writeable is not readonly and r.flags.c_contiguous and r.flags.aligned
+                    assert type(r.base) is dlbridge.Array and r.base.readonly is readonly
+                elif kind is dlbridge.Array:
+                    assert r.readonly is readonly
+        # Empty and 0-d tensors, and every layout a kernel returns.
+        r, _ = c.returned_like(np.zeros(1), 0, False, "float64")
+        assert type(r) is np.ndarray and r.shape == (0,) and r.dtype == np.float64
+        assert type(ex.counts(0, np.zeros(1))) is np.ndarray
+        f = ex.filled(2, 3, 1.5, np.zeros(1))
+        assert (f.dtype, f.shape, f.strides, f.tolist()) == (np.float32, (2, 3), (12, 4), [[1.5] * 3] * 2)
+        t = ex.counts(4, torch.zeros(1))
+        assert (t.dtype, t.tolist()) == (torch.int32, [0, 0, 0, 0])
+        j = ex.filled(1, 2, -2.0, jnp.zeros(1))
+        assert isinstance(j, jax.Array) and j.dtype == jnp.float32 and j.tolist() == [[-2.0, -2.0]]
+        assert type(ex.filled(1, 1, 0.0, dlbridge.zeros(1))) is dlbridge.Array
+        # The kernels of the guides, from Cython and plain C++.
+        for negated in (ex.negated, dlb_plain.negated):
+            for x, kind in ((np.arange(3.0), np.ndarray), (torch.arange(3.0, dtype=torch.float64), torch.Tensor),
+                            (dlbridge.asarray(np.arange(3.0)), dlbridge.Array), (np.arange(6.0)[::2], np.ndarray)):
+                r = negated(x)
+                assert type(r) is kind, (negated, type(x), type(r))
+                assert dlbridge.asarray(r).tolist() == [-v for v in dlbridge.asarray(x).tolist()]
+    """)
+
+
+def test_returned_arrays_are_truthful(example):
+    # What a library cannot hold as it is, it does not get: device memory is
+    # not NumPy's, read-only data not PyTorch's, bfloat16 not NumPy's dtype.
+    run(example, RAISES + textwrap.dedent("""
+        import jax.numpy as jnp
+        import dlb_contracts as c
+        gc.collect()
+        before = c.releases()
+        raises(lambda: c.returned_like(np.zeros(1), 3, False, "cuda"), BufferError,
+               "cannot return an array on cuda:0 like a numpy.ndarray: NumPy holds host memory only")
+        raises(lambda: c.returned_like(torch.zeros(1), 3, True, "float64"), BufferError,
+               "cannot return a read-only array like a torch.Tensor: its library's arrays are always writable "
+               "(return it like a numpy.ndarray or a dlbridge.Array)")
+        raises(lambda: c.returned_like(np.zeros(1), 3, False, "bfloat16"), BufferError,
+               "cannot return a bfloat16 array like a numpy.ndarray: NumPy has no such dtype")
+        # JAX's from_dlpack asks for a legacy capsule, which cannot say read-only.
+        raises(lambda: c.returned_like(jnp.zeros(1), 3, True, "float64"), BufferError,
+               "a read-only array cannot be exported as a legacy DLPack capsule (it has no read-only flag); "
+               "pass max_version=(1, 3)")
+        gc.collect()
+        assert c.releases() == before + 4  # each refused tensor released, once
+        # A CUDA tensor returned as an Array or a torch.Tensor is labelled cuda:0.
+        r, data = c.returned_like(dlbridge.zeros(1), 3, False, "cuda")
+        assert (r.device, r.data_ptr) == ("cuda:0", data)
+        r, data = c.returned_like(torch.zeros(1), 3, False, "cuda")
+        assert (str(r.device), r.data_ptr()) == ("cuda:0", data)
+        del r
+        gc.collect()
+        assert c.releases() == before + 6
+        b, _ = c.returned_like(None, 2, False, "bfloat16")
+        assert (type(b), b.dtype) == (dlbridge.Array, "bfloat16")
+    """))
+
+
+def test_returned_arrays_release_their_tensor_once(example):
+    run(example, """
+        import sys
+        import weakref
+        import dlb_contracts as c
+        for like in (np.zeros(1), torch.zeros(1), dlbridge.zeros(1), None):
+            refs = sys.getrefcount(like)
+            gc.collect()
+            before = c.releases()
+            for _ in range(1000):
+                r, _ = c.returned_like(like, 1, False, "float64")
+                del r
+            assert sys.getrefcount(like) == refs, type(like)
+            assert c.releases() == before + 1000, type(like)  # no collection needed: nothing cycles
+        # The ndarray's base keeps the memory; the last view going releases it.
+        gc.collect()
+        before = c.releases()
+        r, data = c.returned_like(np.zeros(1), 4, False, "float64")
+        base = weakref.ref(r.base)
+        view = r[1:]
+        del r
+        assert c.releases() == before and base() is not None and view.tolist() == [1.0, 2.0, 3.0]
+        del view
+        assert c.releases() == before + 1 and base() is None
+    """)
+
+
+def test_returns_refuse_empty_tensors_and_null(example):
+    run(example, RAISES + textwrap.dedent("""
+        import dlb_contracts as c
+        empty = "expected a dlb::tensor holding an array, got an empty one (default-constructed or moved from)"
+        raises(lambda: c.empty_returned(None), ValueError, "to_python: " + empty)
+        raises(lambda: c.empty_returned(np.zeros(1)), ValueError, "to_python_like: " + empty)
+        raises(lambda: c.returned_like_null(False), ValueError,
+               "to_python_like: expected an object to return the array like, got NULL")
+        # NULL from a call that failed: that call's exception stands.
+        raises(lambda: c.returned_like_null(True), LookupError, "the call that made the object failed")
+    """))
+
+
+def test_argument_api_table_from_another_release_is_import_error(example):
+    # A module checks the table's head before using it: another ABI version
+    # (any change but appended slots), or a table older than the module's.
+    run(example, RAISES + textwrap.dedent("""
+        import dlb_contracts as c
+        c.table_of(3, 10 ** 4)  # a newer dlbridge of the same ABI: appended slots are fine
+        raises(lambda: c.table_of(2, 10 ** 4), ImportError,
+               "the installed dlbridge's argument API is ABI version 2; this module was built for ABI version 3: "
+               "rebuild it against the installed dlbridge")
+        raises(lambda: c.table_of(3, 40), ImportError,
+               "the installed dlbridge's argument API (ABI version 3) has 40 bytes; this module was built with a "
+               "newer one of 56 bytes: install a dlbridge at least as new as the one it was built with")
+    """))
+
+
+def test_c_level_creation(example):
+    run(example, RAISES + textwrap.dedent("""
+        assert ex.filled(2, 2, 0.1, None).tolist() == [[np.float32(0.1).item()] * 2] * 2
+        assert ex.counts(3, None).dtype == "int32"  # cpp.dtype_of[int32_t]()
+        raises(lambda: ex.counts(-1, None), ValueError, "negative extent")
+        z = ex.negated(np.zeros(0))
+        assert z.shape == (0,)
+        # zeros_like on a device dlbridge cannot allocate on.
+        if not dlbridge.build_info()["cuda"]:
+            raises(lambda: ex.cuda_zeros_like(0x10000, 4), BufferError,
+                   "zeros_like: cannot allocate memory on cuda:0: no CUDA device is available "
+                   "(dlbridge was built without the CUDA backend)")
+    """))
+
+
+
+@needs_gpu
+def test_arrays_made_on_a_gpu_return_labelled_cuda(example):
+    # zeros_like of a CUDA view allocates on that GPU, labelled cuda:0.
+    run(example, RAISES + textwrap.dedent("""
+        x = torch.zeros(4, device="cuda")
+        z = ex.cuda_zeros_like(x.data_ptr(), 4)
+        assert (z.device, z.shape, z.dtype) == ("cuda:0", (4,), "float32")
+        assert torch.from_dlpack(z).eq(0).all()
+        raises(lambda: ex.negated(x.double()), TypeError, "negated(): argument 'x': expected device cpu, got cuda")
     """))

@@ -657,6 +657,21 @@ DLB_HOST_DEVICE inline void store(dtype t, void* p, const scalar& s, std::int64_
   }
 }
 
+// Writes `s` into the `count` elements of C-contiguous host memory of type
+// `t` (packed for sub-byte types, their spare bits zero).
+inline void fill(dtype t, void* data, std::int64_t count, const scalar& s) {
+  if (count <= 0) return;
+  if (t.is_subbyte()) {
+    std::memset(data, 0, std::size_t(t.storage_bytes(std::uint64_t(count))));
+    for (std::int64_t i = 0; i < count; ++i) store(t, data, s, i);
+    return;
+  }
+  auto* base = static_cast<unsigned char*>(data);
+  const std::size_t size = t.itemsize();
+  store(t, base, s);  // once: the conversion may cost more than the copies
+  for (std::int64_t i = 1; i < count; ++i) std::memcpy(base + std::size_t(i) * size, base, size);
+}
+
 // Whether `s` is represented in `t` without wrapping: what NumPy 2 demands of
 // Python integers (it raises OverflowError otherwise). Always true for floats.
 [[nodiscard]] DLB_HOST_DEVICE constexpr bool fits(dtype t, const scalar& s) {

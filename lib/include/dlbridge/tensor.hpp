@@ -10,6 +10,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #if defined(__linux__)
@@ -20,6 +21,7 @@
 #include "dlbridge/device.hpp"
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/dtype.hpp"
+#include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
 #include "dlbridge/validate.hpp"
 #include "dlbridge/view.hpp"
@@ -121,6 +123,31 @@ class tensor {
     t.data_ = memory;
     t.dtype_ = type;
     t.set_dims(shape, {});
+    return t;
+  }
+
+  // New C-contiguous host memory of zero bits (for float8_e8m0fnu, which has
+  // no zero, that is its smallest value 2**-127, as in ml_dtypes). Throws as empty().
+  [[nodiscard]] static tensor zeros(extents_t shape, dtype type) {
+    tensor t = empty(shape, type);
+    std::memset(t.data_, 0, std::size_t(t.nbytes()));
+    return t;
+  }
+
+  // New C-contiguous host memory with every element `value`, converted as
+  // store() converts. Throws as empty(), and std::invalid_argument where
+  // `value` does not fit `type`: an integer out of its range, a complex
+  // value for a real type.
+  [[nodiscard]] static tensor full(extents_t shape, dtype type, const scalar& value) {
+    if (value.k == scalar::kind::complex && type.code != kDLComplex)
+      throw std::invalid_argument("tensor::full: a complex value does not fit in " + std::string(name(type)));
+    if (!fits(type, value))
+      throw std::invalid_argument("tensor::full: " +
+                                  (value.k == scalar::kind::signed_int ? std::to_string(value.i)
+                                                                       : std::to_string(value.u)) +
+                                  " is out of bounds for " + std::string(name(type)));
+    tensor t = empty(shape, type);
+    fill(type, t.data_, t.size(), value);
     return t;
   }
 

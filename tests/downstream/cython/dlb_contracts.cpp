@@ -10,7 +10,10 @@
 #include <dlbridge/returns.hpp>
 
 #include <atomic>
+#include <cstdlib>
+#include <new>
 #include <numeric>
+#include <string_view>
 
 namespace {
 
@@ -101,12 +104,11 @@ PyObject* import_null(PyObject*, PyObject* versioned) {
   Py_RETURN_NONE;
 }
 
-// returned_like(like, n, readonly, on_cuda): a tensor made here, returned
-// through to_python_like(t, like), or to_python(t) where like is absent
-// (NULL: no argument), and the address of the tensor's data, as a tuple.
-// A host tensor holds 0, 1, ... n-1 (float64); a CUDA one is n float32 at a
-// made-up device address that nothing reads, whose release counts
-// (releases()).
+// returned_like(like, n, readonly, kind): a tensor made here, returned
+// through to_python_like(t, like), or to_python(t) where like is None, and
+// the address of its data, as a tuple. kind "float64": n float64 0, 1, ...
+// in host memory; "bfloat16": n bfloat16 zeros there; "cuda": n float32 at a
+// made-up CUDA address that nothing reads. Each release counts (releases()).
 std::atomic<long> released{0};
 
 PyObject* returned_like(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -114,18 +116,27 @@ PyObject* returned_like(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_Format(PyExc_TypeError, "returned_like() takes 4 arguments (%zd given)", nargs);
     return nullptr;
   }
+  const long long n = PyLong_AsLongLong(args[1]);
+  const char* kind = PyUnicode_AsUTF8(args[3]);
+  if ((n == -1 && PyErr_Occurred()) || !kind) return nullptr;
   try {
-    const std::int64_t shape[] = {PyLong_AsLongLong(args[1])};
-    if (shape[0] == -1 && PyErr_Occurred()) return nullptr;
+    const std::int64_t shape[] = {n};
     dlb::tensor t;
-    if (PyObject_IsTrue(args[3])) {
+    if (std::string_view(kind) == "cuda") {
       t = dlb::tensor::adopt(reinterpret_cast<void*>(std::uintptr_t(0x10000)), dlb::dtype_of<float>,
                              {dlb::kDLCUDA, 0}, shape, {}, false,
                              [](void*) noexcept { released.fetch_add(1); }, nullptr);
     } else {
-      t = dlb::tensor::empty(shape, dlb::dtype_of<double>);
-      auto* data = static_cast<double*>(t.data());
-      std::iota(data, data + shape[0], 0.0);
+      const bool bfloat16 = std::string_view(kind) == "bfloat16";
+      // 64-byte aligned, as dlbridge allocates: JAX copies less aligned memory.
+      auto* data = static_cast<double*>(std::aligned_alloc(64, (std::size_t(n) * sizeof(double) + 64) / 64 * 64));
+      if (!data) throw std::bad_alloc();
+      std::iota(data, data + n, 0.0);
+      t = dlb::tensor::adopt(data, bfloat16 ? dlb::dtype{dlb::kDLBfloat, 16} : dlb::dtype_of<double>,
+                             dlb::kDLCPU, shape, {}, false, [](void* p) noexcept {
+                               std::free(p);
+                               released.fetch_add(1);
+                             }, data);
     }
     if (PyObject_IsTrue(args[2])) t.make_readonly();
     PyObject* address = PyLong_FromVoidPtr(t.data());

@@ -10,7 +10,7 @@ from libc.math cimport sqrt
 from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libcpp.optional cimport optional
 
-from dlbridge cimport Array, cpp, wrap
+from dlbridge cimport Array, cpp, wrap, wrap_like
 from dlbridge.cpp cimport raise_python_error
 
 import dlbridge
@@ -158,6 +158,37 @@ def grid(int64_t rows, int64_t cols):
     return wrap(t)
 
 
+# -- Returning arrays like the input -------------------------------------------
+def negated(x):
+    """-x for a 1-D float64 array x, as a new array of x's kind: an ndarray
+    for an ndarray, a torch.Tensor for a tensor, a JAX array for a JAX array,
+    a dlbridge Array for anything else."""
+    cdef vector_argument arg = vector_argument(x, "negated", "x")
+    cdef vector_view v = arg.view()
+    cdef cpp.tensor out = cpp.zeros_like(v)  # C order, v's shape, dtype and device
+    cdef double* w = <double*>out.data()
+    cdef int64_t i
+    with nogil:
+        for i in range(v.shape(0)):
+            w[i] = -v(i)
+    return wrap_like(out, x)
+
+
+def filled(int64_t rows, int64_t cols, double value, like):
+    """A new rows x cols float32 array of `value`, as an array of like's kind."""
+    cdef int64_t shape[2]
+    shape[0], shape[1] = rows, cols
+    cdef cpp.tensor t = cpp.tensor.full(cpp.extents_t(shape, 2), cpp.dtype_of[float](),
+                                        cpp.scalar.from_real(value))
+    return wrap_like(t, like)
+
+
+def counts(int64_t n, like):
+    """A new array of n int32 zeros, as an array of like's kind."""
+    cdef cpp.tensor t = cpp.tensor.zeros(cpp.extents_t(&n, 1), cpp.dtype_of[int32_t]())
+    return wrap_like(t, like)
+
+
 def bytes_view(bytes data):
     """A read-only 1-D uint8 Array on the memory of `data`, without a copy.
     The Array holds a reference to `data` until its memory is released."""
@@ -174,6 +205,13 @@ def cuda_vector_at_address(uintptr_t address, int64_t n, int32_t device_id=0):
     nothing here reads), made through a dlb::cuda view: labelled cuda, never
     cpu."""
     cdef cpp.tensor t = cpp.adopt_view(cuda_vector_at(address, n, device_id), count_release, NULL)
+    return wrap(t)
+
+
+def cuda_zeros_like(uintptr_t address, int64_t n):
+    """zeros_like of a dlb::cuda view (of memory at `address`, never read):
+    new memory on that GPU, or BufferError where dlbridge cannot allocate there."""
+    cdef cpp.tensor t = cpp.zeros_like(cuda_vector_at(address, n, 0))
     return wrap(t)
 
 
