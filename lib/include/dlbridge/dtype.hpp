@@ -200,7 +200,7 @@ struct float_precision {
     const bool is_signed = from.code == kDLInt;
     if (to.code == kDLInt) return to.bits > from.bits || (is_signed && to.bits == from.bits);
     if (to.code == kDLUInt) return !is_signed && to.bits >= from.bits;
-    return target.digits >= from.bits - (is_signed ? 1 : 0);  // the value bits
+    return target.digits >= from.bits;  // (the sign bit never decides it for the supported widths)
   }
   const auto source = detail::precision_of(from);
   if (source.digits == 0 || target.digits == 0) return false;
