@@ -36,8 +36,14 @@ struct argument_api {
   // (TypeError naming `function` and `name` where object is no array; either
   // name may be NULL, see argument_label).
   int (*borrow)(PyObject* object, borrowed_array* out, const char* function, const char* name);
+  // borrow for array_argument's copy_if_needed: where the object fits none
+  // of the `count` demands (of read-only views) by its dtype or memory
+  // order, or is no array, `out` is a fresh array that fits, kept by
+  // out->owner (see array_argument for the rule).
+  int (*convert)(PyObject* object, borrowed_array* out, const requirements* demands, std::size_t count,
+                 const char* function, const char* name);
 };
-inline constexpr std::uint32_t argument_api_version = 2;
+inline constexpr std::uint32_t argument_api_version = 3;
 inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";
 
 // The converter, found once per extension module (imports dlbridge._array).
