@@ -7,7 +7,7 @@ PyTorch through it.
 """
 from cpython.ref cimport Py_INCREF
 from libc.math cimport sqrt
-from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uintptr_t
 from libcpp.optional cimport optional
 
 from dlbridge cimport Array, cpp, wrap
@@ -73,6 +73,34 @@ def image_seen(x, bint convert=False):
     else:
         address = <uintptr_t>image.get[image64]().const_data()
     return address, image.dtype().bits, image.index()
+
+
+# Three dtypes: 1-D int8, int16 or int32, any strides.
+ctypedef cpp.view[int8_t, cpp.ndim1, cpp.ro, cpp.cpu] ints8
+ctypedef cpp.view[int16_t, cpp.ndim1, cpp.ro, cpp.cpu] ints16
+ctypedef cpp.view[int32_t, cpp.ndim1, cpp.ro, cpp.cpu] ints32
+
+ctypedef fused ints_view:
+    ints8
+    ints16
+    ints32
+
+
+cdef int64_t int_sum_kernel(const ints_view& v) noexcept nogil:
+    cdef int64_t total = 0, i
+    for i in range(v.shape(0)):
+        total += v(i)
+    return total
+
+
+def int_sum(x):
+    """The sum of a 1-D int8, int16 or int32 host array."""
+    cdef cpp.array_argument[ints8, ints16, ints32] arg = cpp.array_argument[ints8, ints16, ints32](x, "int_sum", "x")
+    if arg.holds[ints8]():
+        return int_sum_kernel(arg.get[ints8]())
+    if arg.holds[ints16]():
+        return int_sum_kernel(arg.get[ints16]())
+    return int_sum_kernel(arg.get[ints32]())
 
 
 def get_the_other_view(x):
