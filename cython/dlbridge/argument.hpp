@@ -3,12 +3,20 @@
 //   dlb::python::array_argument<rows_view> rows(object, "row_sums", "x");
 //   rows.view()  // a rows_view of the object's memory, no copy
 //
+// or as one of several views, picked by the array's dtype (their element
+// types differ):
+//
+//   dlb::python::array_argument<image32, image64> image(object, "mean", "image");
+//   image.visit([](const auto& v) { ... });  // v is the image32 or the image64
+//
 // The conversion creates no Python object for dlbridge arrays, NumPy
 // ndarrays and PyTorch tensors (through its DLPack C exchange table), and
 // validates each tensor once. A valid array that does not fit the view is
 // TypeError naming the function and the argument; a tensor DLPack cannot
 // describe is BufferError, as in from_dlpack. Create and destroy arguments
 // with the GIL held; the view may be used without it while the argument lives.
+// With dlb::python::copy_if_needed (read-only views), an input of another
+// dtype or memory order, or no array at all, is copied into one that fits.
 //
 // NULL, wherever a pointer is taken here: a NULL function or argument name is
 // left out of the messages ("argument 'x': ...", "row_sums(): argument: ...",
@@ -19,9 +27,16 @@
 
 #include <Python.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "dlbridge/argument_api.hpp"
 #include "dlbridge/python.hpp"
@@ -48,9 +63,45 @@ namespace dlb::python {
   throw argument_mismatch(m + "expected " + error.expected + ", got " + error.received);
 }
 
-// An array argument seen through the view type View (a dlb::view).
-template <class View>
+// The TypeError of an argument whose dtype is none of `expected`.
+[[noreturn, gnu::noinline]] inline void throw_dtype_mismatch(std::span<const dtype> expected, dtype received,
+                                                             const char* function, const char* name) {
+  throw argument_mismatch(argument_label(function, name) + ": expected " + dtype_choices(expected) + ", got " +
+                          std::string(dlb::name(received)));
+}
+
+// The tag of array_argument's converting constructor.
+struct copy_if_needed_t {
+  explicit constexpr copy_if_needed_t() = default;
+};
+inline constexpr copy_if_needed_t copy_if_needed{};
+
+// An array argument seen through one of the view types Views (dlb::views
+// with distinct element types): the one whose dtype is the array's.
+template <class... Views>
 class array_argument {
+  static constexpr std::size_t count = sizeof...(Views);
+  static_assert(count >= 1, "dlb::python::array_argument<Views...>: give at least one view type");
+  static constexpr std::array<dlb::dtype, count> dtypes{Views::dtype...};
+  static_assert(
+      [] {
+        for (std::size_t i = 0; i < count; ++i)
+          for (std::size_t j = 0; j < i; ++j)
+            if (dtypes[i] == dtypes[j]) return false;
+        return true;
+      }(),
+      "dlb::python::array_argument<Views...>: the views' element types must differ (the array's dtype picks the view)");
+  using first = std::tuple_element_t<0, std::tuple<Views...>>;
+  // One view is kept as itself: the single-dtype argument pays for no index.
+  using storage = std::conditional_t<count == 1, first, std::variant<Views...>>;
+
+  template <class V>
+  static constexpr std::size_t index_of = [] {
+    std::size_t i = 0;
+    ((std::is_same_v<V, Views> ? false : (++i, true)) && ...);
+    return i;
+  }();
+
  public:
   array_argument() = default;
 
@@ -74,6 +125,24 @@ class array_argument {
     take(b.tensor, b.readonly, b.owner, function, name);
   }
 
+  // The same, but an input that does not fit is copied into a fresh
+  // C-contiguous array that does (Fortran-contiguous for a dlb::f_contig
+  // view), which the argument keeps: one of another memory order, of a dtype
+  // that converts to a view's without loss (dlb::can_cast_safely; the first
+  // such view in order), or no array at all (a list, as asarray reads it).
+  // Never to another device; another loss of precision is TypeError.
+  array_argument(PyObject* object, const char* function, const char* name, copy_if_needed_t) {
+    static_assert((Views::readonly && ...),
+                  "dlb::python::copy_if_needed: the views must be read-only (dlb::ro or a const element type): "
+                  "a kernel's writes to a copy would never reach the caller's array");
+    if (!object && PyErr_Occurred()) throw python_error_already_set{};
+    const argument_api& api = get_argument_api();
+    const std::array<requirements, count> demands{Views::demands()...};
+    borrowed_array b;
+    if (api.convert(object, &b, demands.data(), count, function, name) != 0) throw python_error_already_set{};
+    take(b.tensor, b.readonly, b.owner, function, name);
+  }
+
   array_argument(const array_argument&) = delete;
   array_argument& operator=(const array_argument&) = delete;
   array_argument(array_argument&& other) noexcept
@@ -85,23 +154,75 @@ class array_argument {
   }
   ~array_argument() { Py_XDECREF(owner_); }
 
-  [[nodiscard]] const View& view() const noexcept { return view_; }
+  // The view, where there is one view type.
+  [[nodiscard]] const first& view() const noexcept
+    requires(count == 1)
+  {
+    return view_;
+  }
+
+  // Which of Views the array's dtype picked (0 for the first).
+  [[nodiscard]] std::size_t index() const noexcept {
+    if constexpr (count == 1) return 0;
+    else return view_.index();
+  }
+
+  template <class V>
+  [[nodiscard]] bool holds() const noexcept {
+    static_assert(index_of<V> < count, "dlb::python::array_argument::holds<V>: V is none of the argument's views");
+    return index() == index_of<V>;
+  }
+
+  // The view as V; std::logic_error (RuntimeError in Python) unless holds<V>().
+  template <class V>
+  [[nodiscard]] const V& get() const {
+    static_assert(index_of<V> < count, "dlb::python::array_argument::get<V>: V is none of the argument's views");
+    if constexpr (count == 1) {
+      return view_;
+    } else {
+      if (const V* v = std::get_if<V>(&view_)) return *v;
+      throw std::logic_error("array_argument::get<V>: the argument holds the " +
+                             std::string(dlb::name(dtype())) + " view, not V's " + std::string(dlb::name(V::dtype)));
+    }
+  }
+
+  // f(view) with the view the argument holds, whichever of Views it is.
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    if constexpr (count == 1) return std::forward<F>(f)(view_);
+    else return std::visit(std::forward<F>(f), view_);
+  }
+
+  // The dtype of the view held.
+  [[nodiscard]] dlb::dtype dtype() const noexcept { return dtypes[index()]; }
 
  private:
   // Takes the view of a validated tensor and the reference `owner` (or
-  // nullptr): kept on success, released when the view's demands are unmet.
+  // nullptr): kept on success, released when the views' demands are unmet.
   void take(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
-    try {
-      view_ = View::from_validated(tensor, readonly);
-    } catch (const import_failure& e) {
+    if constexpr (count == 1) {
+      take_as<first>(tensor, readonly, owner, function, name);  // the view's own error, in dlb::check's order
+    } else if (!(... || (dlb::dtype(tensor.dtype) == Views::dtype &&
+                         (take_as<Views>(tensor, readonly, owner, function, name), true)))) {
       Py_XDECREF(owner);
-      throw_mismatch(e.error(), function, name);
+      throw_dtype_mismatch(dtypes, tensor.dtype, function, name);
     }
     owner_ = owner;
   }
 
+  template <class V>
+  void take_as(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
+    try {
+      if constexpr (count == 1) view_ = V::from_validated(tensor, readonly);
+      else view_.template emplace<index_of<V>>(V::from_validated(tensor, readonly));
+    } catch (const import_failure& e) {
+      Py_XDECREF(owner);
+      throw_mismatch(e.error(), function, name);
+    }
+  }
+
   PyObject* owner_ = nullptr;
-  View view_{};
+  storage view_{};
 };
 
 }  // namespace dlb::python

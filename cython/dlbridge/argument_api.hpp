@@ -55,6 +55,12 @@ struct argument_api {
   // dlbridge's backend (CUDA where it was built): 0, or -1 with a Python
   // exception set (BufferError where dlbridge cannot allocate there).
   int (*zeros)(device where, const std::int64_t* shape, std::int32_t ndim, dtype type, tensor* out);
+  // borrow for array_argument's copy_if_needed: where the object fits none
+  // of the `count` demands (of read-only views) by its dtype or memory
+  // order, or is no array, `out` is a fresh array that fits, kept by
+  // out->owner (see array_argument for the rule).
+  int (*convert)(PyObject* object, borrowed_array* out, const requirements* demands, std::size_t count,
+                 const char* function, const char* name);
 };
 inline constexpr std::uint32_t argument_api_version = 3;
 inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";

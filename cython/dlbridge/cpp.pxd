@@ -4,6 +4,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
 from libcpp.string cimport string
+from libcpp.vector cimport vector
 
 
 cdef extern from "dlbridge/python.hpp" namespace "dlb::python":
@@ -135,6 +136,10 @@ cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
     const dtype_info* find_dtype(dtype)
     cbool is_supported(dtype)
     optional[dtype] dtype_from_typestr(string_view)
+    # Whether every value of the first dtype is exactly one of the second
+    # (the rule of cpp.copy_if_needed), and a set's names: "float32 or float64".
+    cbool can_cast_safely(dtype, dtype)
+    string dtype_choices(const vector[dtype]&) except +raise_python_error
 
 
 cdef extern from * nogil:
@@ -244,6 +249,8 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
     # optional means the tensor passed.
     optional[import_error] validate(const DLTensor&)
     optional[import_error] check(const DLTensor&, cbool readonly, const requirements&)
+    # check() of a tensor already validated: the demands alone.
+    optional[import_error] check_demands(const DLTensor&, cbool readonly, const requirements&)
 
 
 cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
@@ -434,10 +441,31 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
     # TypeError names the function and argument where a valid array does not
     # fit the view; BufferError where the producer's tensor is malformed.
     # Either name may be NULL: it is left out of the message.
-    cdef cppclass array_argument[V]:
+    #
+    # With up to four view types of distinct element types,
+    # `cpp.array_argument[image32, image64]`, the array's dtype picks the
+    # view: index(), holds[W](), get[W]() (RuntimeError unless holds[W]())
+    # and dtype() say which; a dtype none takes is TypeError naming the set
+    # ("expected float32 or float64, got int32").
+    #
+    # The 4-argument constructor, `(x, "f", "x", cpp.copy_if_needed)`, takes
+    # read-only views only, and copies an input of another dtype (converting
+    # without loss: can_cast_safely) or memory order, or a list, into a
+    # fresh array that the argument keeps; never to another device.
+    cdef cppclass copy_if_needed_t:
+        pass
+    const copy_if_needed_t copy_if_needed
+
+    cdef cppclass array_argument[V, V2=*, V3=*, V4=*]:
         array_argument()
         array_argument(object, const char*, const char*) except +raise_python_error
-        const V& view() noexcept nogil  # usable without the GIL while the argument lives
+        array_argument(object, const char*, const char*, copy_if_needed_t) except +raise_python_error
+        # Usable without the GIL while the argument lives:
+        const V& view() noexcept nogil  # one view type only
+        size_t index() noexcept nogil
+        cbool holds[W]() noexcept nogil
+        const W& get[W]() except +raise_python_error nogil
+        dtype dtype() noexcept nogil
     # How the argument's errors begin: "row_sums(): argument 'x'".
     string argument_label(const char* function, const char* name) except +raise_python_error
 
@@ -466,5 +494,6 @@ cdef extern from "dlbridge/argument_api.hpp" namespace "dlb::python":
         PyObject* (*wrap)(tensor*) noexcept
         PyObject* (*wrap_like)(tensor*, PyObject*) noexcept
         int (*zeros)(device, const int64_t*, int32_t, dtype, tensor*) noexcept
+        int (*convert)(PyObject*, borrowed_array*, const requirements*, size_t, const char*, const char*) noexcept
     const uint32_t argument_api_version
     const char* argument_api_capsule

@@ -222,3 +222,62 @@ TEST_CASE("dtype: is_supported is exactly the table") {
       }
   static_assert(dlb::is_supported(dlb::dtype(dlb::kDLFloat, 64)) && !dlb::is_supported(dlb::dtype(dlb::kDLFloat, 64, 2)));
 }
+
+TEST_CASE("dtype: can_cast_safely is NumPy's safe casting, exact for integers to floats") {
+  // Rows convert to columns: NumPy 2's np.can_cast(row, column, "safe") for
+  // its standard types, but for int64 and uint64 to float64 and complex128,
+  // which NumPy calls safe and which lose integers above 2**53.
+  const char* names[] = {"bool",   "int8",   "int16",   "int32",   "int64",   "uint8",     "uint16",
+                         "uint32", "uint64", "float16", "float32", "float64", "complex64", "complex128"};
+  const char* table[] = {
+      "11111111111111",  // bool
+      ".1111....11111",  // int8
+      "..111.....1111",  // int16
+      "...11......1.1",  // int32
+      "....1.........",  // int64 (NumPy: ....1......1.1)
+      "..111111111111",  // uint8
+      "...11.111.1111",  // uint16
+      "....1..11..1.1",  // uint32
+      "........1.....",  // uint64 (NumPy: ........1..1.1)
+      ".........11111",  // float16
+      "..........1111",  // float32
+      "...........1.1",  // float64
+      "............11",  // complex64
+      ".............1",  // complex128
+  };
+  for (std::size_t i = 0; i < std::size(names); ++i)
+    for (std::size_t j = 0; j < std::size(names); ++j) {
+      CAPTURE(names[i]);
+      CAPTURE(names[j]);
+      CHECK(dlb::can_cast_safely(*dlb::dtype_from_name(names[i]), *dlb::dtype_from_name(names[j])) ==
+            (table[i][j] == '1'));
+    }
+  // bfloat16 holds 8 significant bits and float32's exponent range.
+  const dtype bf16{dlb::kDLBfloat, 16}, f16{dlb::kDLFloat, 16}, f32{dlb::kDLFloat, 32}, e4m3{dlb::kDLFloat8_e4m3fn, 8};
+  CHECK(dlb::can_cast_safely(bf16, f32));
+  CHECK(dlb::can_cast_safely(bf16, dtype{dlb::kDLComplex, 64}));
+  CHECK(dlb::can_cast_safely(dtype{dlb::kDLUInt, 8}, bf16));
+  CHECK(dlb::can_cast_safely(dtype{dlb::kDLBool, 8}, bf16));
+  CHECK_FALSE(dlb::can_cast_safely(dtype{dlb::kDLInt, 16}, bf16));
+  CHECK_FALSE(dlb::can_cast_safely(bf16, f16));  // float16's exponents stop at 2**15
+  CHECK_FALSE(dlb::can_cast_safely(f16, bf16));  // and bfloat16 has 3 fewer bits
+  // The small float formats convert only to themselves; unsupported dtypes not even that far.
+  CHECK(dlb::can_cast_safely(e4m3, e4m3));
+  CHECK_FALSE(dlb::can_cast_safely(e4m3, f32));
+  CHECK_FALSE(dlb::can_cast_safely(dtype{dlb::kDLBool, 8}, e4m3));
+  CHECK_FALSE(dlb::can_cast_safely(dtype{dlb::kDLFloat, 32, 4}, dtype{dlb::kDLFloat, 64, 4}));
+  static_assert(dlb::can_cast_safely(dtype{dlb::kDLInt, 32}, dtype{dlb::kDLFloat, 64}));
+}
+
+TEST_CASE("dtype: dtype_choices") {
+  const dtype f32{dlb::kDLFloat, 32}, f64{dlb::kDLFloat, 64}, i8{dlb::kDLInt, 8};
+  CHECK(dlb::dtype_choices({}) == "");
+  const dtype one[] = {f32};
+  CHECK(dlb::dtype_choices(one) == "float32");
+  const dtype two[] = {f32, f64};
+  CHECK(dlb::dtype_choices(two) == "float32 or float64");
+  const dtype three[] = {i8, dtype{dlb::kDLInt, 16}, dtype{dlb::kDLInt, 32}};
+  CHECK(dlb::dtype_choices(three) == "int8, int16 or int32");
+  const dtype odd[] = {f32, dtype{dlb::kDLFloat, 32, 2}};
+  CHECK(dlb::dtype_choices(odd) == "float32 or an unsupported dtype");
+}

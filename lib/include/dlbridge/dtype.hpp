@@ -6,6 +6,8 @@
 #include <complex>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -152,6 +154,70 @@ inline constexpr auto supported_widths = [] {
 [[nodiscard]] constexpr std::string_view buffer_format(dtype t) {
   const auto* info = find_dtype(t);
   return info ? info->buffer_format : std::string_view{};
+}
+
+namespace detail {
+// A binary floating-point format's precision (significand bits, the
+// implicit one included) and exponent range (its largest exponent): one
+// format holds every value of another when it has at least as much of both.
+struct float_precision {
+  int digits = 0;
+  int max_exponent = 0;
+};
+
+// The real part's format of a real or complex dtype; digits 0 where the
+// dtype is not a standard float (the float8, float6 and float4 formats take
+// no conversion but to themselves).
+[[nodiscard]] constexpr float_precision precision_of(dtype t) {
+  const int bits = t.code == kDLComplex ? t.bits / 2 : t.bits;
+  if (t.code == kDLBfloat && bits == 16) return {8, 128};
+  if (t.code != kDLFloat && t.code != kDLComplex) return {};
+  switch (bits) {
+    case 16: return {11, 16};
+    case 32: return {24, 128};
+    case 64: return {53, 1024};
+    default: return {};
+  }
+}
+}  // namespace detail
+
+// Whether every value of dtype `from` is exactly a value of dtype `to`: the
+// rule of opt-in conversions (dlb::python::copy_if_needed), which never
+// narrow. NumPy's can_cast(from, to, "safe"), except that a float must hold
+// an integer exactly: int64 and uint64 go to no float (NumPy lets them reach
+// float64, which holds 53 bits). bool goes to every number; an integer to a
+// wider integer (unsigned to a wider signed one, signed never to unsigned)
+// and to a float whose significand holds it (int8 and uint8 to float16,
+// int16 and uint16 to float32, int32 and uint32 to float64); a float to a
+// wider float; a real to a complex whose parts hold it; nothing to bool.
+[[nodiscard]] constexpr bool can_cast_safely(dtype from, dtype to) {
+  if (from == to) return true;
+  if (!is_supported(from) || !is_supported(to)) return false;
+  const auto target = detail::precision_of(to);
+  const bool to_integer = to.code == kDLInt || to.code == kDLUInt;
+  if (from.code == kDLBool) return to_integer || target.digits > 0;
+  if (from.code == kDLInt || from.code == kDLUInt) {
+    const bool is_signed = from.code == kDLInt;
+    if (to.code == kDLInt) return to.bits > from.bits || (is_signed && to.bits == from.bits);
+    if (to.code == kDLUInt) return !is_signed && to.bits >= from.bits;
+    return target.digits >= from.bits;  // (the sign bit never decides it for the supported widths)
+  }
+  const auto source = detail::precision_of(from);
+  if (source.digits == 0 || target.digits == 0) return false;
+  if (from.code == kDLComplex && to.code != kDLComplex) return false;  // the imaginary part
+  return target.digits >= source.digits && target.max_exponent >= source.max_exponent;
+}
+
+// The names of a set of dtypes, as an error offers them: "float32",
+// "float32 or float64", "int8, int16 or int32".
+[[nodiscard]] inline std::string dtype_choices(std::span<const dtype> types) {
+  std::string out;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (i > 0) out += i + 1 == types.size() ? " or " : ", ";
+    const std::string_view n = name(types[i]);
+    out += n.empty() ? "an unsupported dtype" : n;
+  }
+  return out;
 }
 
 // The dtype of a C++ element type.

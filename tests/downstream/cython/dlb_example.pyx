@@ -7,13 +7,110 @@ PyTorch through it.
 """
 from cpython.ref cimport Py_INCREF
 from libc.math cimport sqrt
-from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uintptr_t
 from libcpp.optional cimport optional
 
 from dlbridge cimport Array, cpp, wrap, wrap_like
 from dlbridge.cpp cimport raise_python_error
 
 import dlbridge
+
+# -- Several dtypes ---------------------------------------------------------------
+# One 2-D image, float32 or float64: C-contiguous, read-only access, host memory.
+ctypedef cpp.view[float, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image32
+ctypedef cpp.view[double, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image64
+
+# One kernel for both: a fused type over the two view types.
+ctypedef fused image_view:
+    image32
+    image64
+
+# One argument for both: the array's dtype picks the view.
+ctypedef cpp.array_argument[image32, image64] image_argument
+
+
+cdef double image_sum_kernel(const image_view& image) noexcept nogil:
+    cdef double total = 0
+    cdef int64_t i, j
+    for i in range(image.shape(0)):
+        for j in range(image.shape(1)):
+            total += image(i, j)
+    return total
+
+
+def image_sum(x):
+    """The sum of a 2-D float32 or float64 C-contiguous host array."""
+    # TypeError("image_sum(): argument 'x': expected float32 or float64, got int32"), ...
+    cdef image_argument image = image_argument(x, "image_sum", "x")
+    cdef double total
+    with nogil:
+        if image.holds[image32]():
+            total = image_sum_kernel(image.get[image32]())
+        else:
+            total = image_sum_kernel(image.get[image64]())
+    return total
+
+
+def image_sum_of_any(x):
+    """image_sum of anything that converts without loss: another memory
+    order, a dtype float64 holds exactly (int32 and narrower), a list."""
+    cdef image_argument image = image_argument(x, "image_sum_of_any", "x", cpp.copy_if_needed)
+    if image.holds[image32]():
+        return image_sum_kernel(image.get[image32]())
+    return image_sum_kernel(image.get[image64]())
+
+
+def image_seen(x, bint convert=False):
+    """What an image argument sees: (data address, dtype bits, view index)."""
+    cdef image_argument image
+    if convert:
+        image = image_argument(x, "image_seen", "x", cpp.copy_if_needed)
+    else:
+        image = image_argument(x, "image_seen", "x")
+    cdef uintptr_t address
+    if image.index() == 0:
+        address = <uintptr_t>image.get[image32]().const_data()
+    else:
+        address = <uintptr_t>image.get[image64]().const_data()
+    return address, image.dtype().bits, image.index()
+
+
+# Three dtypes: 1-D int8, int16 or int32, any strides.
+ctypedef cpp.view[int8_t, cpp.ndim1, cpp.ro, cpp.cpu] ints8
+ctypedef cpp.view[int16_t, cpp.ndim1, cpp.ro, cpp.cpu] ints16
+ctypedef cpp.view[int32_t, cpp.ndim1, cpp.ro, cpp.cpu] ints32
+
+ctypedef fused ints_view:
+    ints8
+    ints16
+    ints32
+
+
+cdef int64_t int_sum_kernel(const ints_view& v) noexcept nogil:
+    cdef int64_t total = 0, i
+    for i in range(v.shape(0)):
+        total += v(i)
+    return total
+
+
+def int_sum(x):
+    """The sum of a 1-D int8, int16 or int32 host array."""
+    cdef cpp.array_argument[ints8, ints16, ints32] arg = cpp.array_argument[ints8, ints16, ints32](x, "int_sum", "x")
+    if arg.holds[ints8]():
+        return int_sum_kernel(arg.get[ints8]())
+    if arg.holds[ints16]():
+        return int_sum_kernel(arg.get[ints16]())
+    return int_sum_kernel(arg.get[ints32]())
+
+
+def get_the_other_view(x):
+    """get[W]() of the view the argument does not hold: RuntimeError."""
+    cdef image_argument image = image_argument(x, "get_the_other_view", "x")
+    if image.holds[image32]():
+        image.get[image64]()
+    else:
+        image.get[image32]()
+
 
 # -- Typed views ----------------------------------------------------------------
 # A view type spelled in Cython: dlb::view<float, dlb::ndim<2>, dlb::c_contig,

@@ -5,6 +5,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstdint>
+#include <string>
+
 #include <dlbridge/argument.hpp>
 #include <dlbridge/returns.hpp>
 
@@ -74,11 +77,47 @@ PyObject* negated(PyObject*, PyObject* x) {
   }
 }
 
+using image32 = dlb::view<const float, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+using image64 = dlb::view<const double, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+
+// image_sum(x): the sum of a 2-D float32 or float64 C-contiguous array, from
+// any producer; one kernel for both, through visit.
+PyObject* image_sum(PyObject*, PyObject* x) {
+  try {
+    const dlb::python::array_argument<image32, image64> image(x, "image_sum", "x");
+    return PyFloat_FromDouble(image.visit([](const auto& v) {
+      double total = 0;
+      for (std::int64_t i = 0; i < v.shape(0); ++i)
+        for (std::int64_t j = 0; j < v.shape(1); ++j) total += v(i, j);
+      return total;
+    }));
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+}
+
+// image_dtype(x): image_sum's argument with copy_if_needed, as (dtype, the
+// address of the data the view sees).
+PyObject* image_dtype(PyObject*, PyObject* x) {
+  try {
+    const dlb::python::array_argument<image32, image64> image(x, "image_dtype", "x", dlb::python::copy_if_needed);
+    const void* data = image.visit([](const auto& v) -> const void* { return v.data(); });
+    return Py_BuildValue("(sK)", std::string(dlb::name(image.dtype())).c_str(),
+                         static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(data)));
+  } catch (...) {
+    dlb::python::raise_python_error();
+    return nullptr;
+  }
+}
+
 PyMethodDef methods[] = {
     {"row_sums", row_sums, METH_O, "The sums of the rows of a 2-D float64 array."},
     {"fill_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fill_)), METH_FASTCALL,
      "Fills a writable contiguous 1-D float64 array with a value."},
     {"negated", negated, METH_O, "-x for a 1-D float64 array x, as a new array of x's kind."},
+    {"image_sum", image_sum, METH_O, "The sum of a 2-D float32 or float64 C-contiguous array."},
+    {"image_dtype", image_dtype, METH_O, "The dtype and data address image_sum's converting argument sees."},
     {nullptr, nullptr, 0, nullptr},
 };
 
