@@ -1,5 +1,5 @@
 # Arrays made in C++ returned to Python (included by _array.pyx, after
-# _exchange.pxi and _arguments.pxi): wrap_like, and the argument API's wrap
+# _exchange.pxi, before _arguments.pxi, which publishes the slots): wrap_like, and the argument API's wrap
 # and wrap_like slots behind dlbridge/returns.hpp (to_python, to_python_like).
 import weakref
 
@@ -68,7 +68,7 @@ cdef object _from_dlpack_of(like):
     kind = type(like)
     try:
         return _from_dlpack_by_type[kind]
-    except (KeyError, TypeError):
+    except KeyError:
         pass
     found = None
     namespace = getattr(like, "__array_namespace__", None)
@@ -78,10 +78,7 @@ cdef object _from_dlpack_of(like):
     while found is None and isinstance(module, str) and module:
         found = getattr(sys.modules.get(module), "from_dlpack", None)
         module = module.rpartition(".")[0]
-    try:
-        _from_dlpack_by_type[kind] = found
-    except TypeError:  # a type that takes no weak reference: not cached
-        pass
+    _from_dlpack_by_type[kind] = found
     return found
 
 
