@@ -229,6 +229,14 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
     optional[import_error] validate(const DLTensor&)
     optional[import_error] check(const DLTensor&, cbool readonly, const requirements&)
 
+    # What demands read as, for signatures and docstrings (bytes in Python):
+    # describe(V.demands()) is "float32[*, *] C-contiguous cpu read-only";
+    # with the views of a multi-dtype argument, "(float32 | float64)[*, *] ...".
+    string describe(const requirements&) except +
+    string describe(const requirements&, const requirements&) except +
+    string describe(const requirements&, const requirements&, const requirements&) except +
+    string describe(const requirements&, const requirements&, const requirements&, const requirements&) except +
+
 
 cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
     # Constraint tags for view[...]: memory order, read-only, device.
