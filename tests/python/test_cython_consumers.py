@@ -73,7 +73,7 @@ def test_builds_against_the_installed_package(example):
     # The headers reach the C++ compiler and the .pxd files Cython, from the installed package.
     ninja = (build / "build.ninja").read_text()
     assert f"-I{dlbridge.get_include()}" in ninja
-    assert f"-I{PACKAGE.parent} " in ninja  # --cython-flags: the folder holding dlbridge/
+    assert re.search(rf"ARGS = .*--cplus -I{re.escape(str(PACKAGE.parent))}$", ninja, re.M)  # --cython-flags
     for pxd in ("__init__.pxd", "cpp.pxd", "_array.pxd", "_types.pxd", "_dlpack.pxd"):
         assert (PACKAGE / pxd).is_file(), pxd
     # The example depends on the installed minor series (docs/cython-guide.md, "Which dlbridge to depend on").
