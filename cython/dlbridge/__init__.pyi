@@ -1,13 +1,13 @@
 import enum
 from collections.abc import Iterator, Sequence
 from types import EllipsisType
-from typing import Any, ClassVar, Literal, Protocol, SupportsIndex, TypeAlias, TypedDict, overload
+from typing import Any, Callable, ClassVar, Literal, Protocol, SupportsIndex, TypeAlias, TypedDict, TypeVar, overload
 
 from typing_extensions import Buffer, CapsuleType, disjoint_base
 
 __version__: str
 __all__ = [
-    "Array", "DType", "Device", "DeviceType", "asarray", "build_info", "empty", "from_dlpack",
+    "Array", "DType", "Device", "DeviceType", "annotate", "asarray", "build_info", "empty", "from_dlpack",
     "full", "get_cmake_dir", "get_copy_threads", "get_include", "get_pkgconfig_dir", "set_copy_threads", "zeros",
 ]
 
@@ -33,6 +33,7 @@ class DeviceType(enum.IntEnum):
 # PyTorch dtype or scalar type, a Python type, or a (code, bits[, lanes]) tuple.
 _DTypeLike: TypeAlias = DType | str | type | tuple[int, int] | tuple[int, int, int] | Any
 # Anything Device() accepts: a Device, "cpu", "cuda:1", (type, id), torch.device.
+_F = TypeVar("_F", bound=Callable[..., Any])
 _DeviceLike: TypeAlias = Device | str | tuple[int | str, int] | Any
 
 @disjoint_base
@@ -175,6 +176,7 @@ class _BuildInfo(TypedDict):
 def build_info() -> _BuildInfo: ...
 def get_copy_threads() -> int: ...
 def set_copy_threads(threads: SupportsIndex | None, /) -> None: ...
+def annotate(**demands: str | bytes) -> Callable[[_F], _F]: ...
 def get_include() -> str: ...
 def get_pkgconfig_dir() -> str: ...
 def get_cmake_dir() -> str: ...

@@ -22,7 +22,11 @@ For C++ builds, ``--cflags`` prints the compiler flags that find dlbridge's
 headers (the same as ``pkg-config --cflags dlbridge``; the language standard,
 C++20 or newer, is left to the build), ``--pkgconfigdir`` the folder of
 ``dlbridge.pc`` and ``--cmakedir`` that of ``dlbridgeConfig.cmake``; none of
-them runs the check.
+them runs the check. ``--cython-flags`` prints the Cython flag that finds
+its ``.pxd`` files.
+
+``python -m dlbridge stubs MODULE [-o DIR]`` writes a ``.pyi`` for an
+extension module whose functions take array arguments (dlbridge._signatures).
 """
 from __future__ import annotations
 
@@ -166,10 +170,25 @@ def _seconds(text: str) -> float:
     return seconds
 
 
+def _installed_folder(folder: str) -> str:
+    """`folder` of the package, which a regular install has and an editable one lacks."""
+    if not os.path.isdir(dlbridge.get_include()):
+        raise SystemExit(f"python -m dlbridge: dlbridge at {os.path.dirname(dlbridge.__file__)} has no "
+                         f"{dlbridge.get_include()}: build C++ and Cython consumers against a regular install "
+                         f"(pip install dlbridge, not -e); see \"Editable installs\" in docs/cython-guide.md")
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stubs"]:
+        from dlbridge._signatures import stubs_main
+        return stubs_main(argv[1:])
     info = dlbridge.build_info()
     cuda = f"CUDA {info['cuda_version']}" if info["cuda"] else "no CUDA backend"
-    parser = argparse.ArgumentParser(prog="python -m dlbridge", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m dlbridge", description=__doc__.splitlines()[0],
+                                     epilog="python -m dlbridge stubs MODULE [-o DIR] writes a .pyi for an extension "
+                                            "module whose functions take array arguments (stubs --help)")
     parser.add_argument("--version", action="version",
                         version=f"dlbridge {info['version']} (DLPack {info['dlpack_version']}, {info['compiler']}, "
                                 f"{info['cpp_std']}, {cuda})")
@@ -182,13 +201,19 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--cflags", action="store_true",
                       help="print the C++ compiler flags for dlbridge's headers and exit "
                            "(add -std=c++20 or newer yourself)")
+    mode.add_argument("--cython-flags", action="store_true",
+                      help="print the Cython flag that finds dlbridge's .pxd files (-I<the folder holding the "
+                           "dlbridge package>) and exit")
     mode.add_argument("--pkgconfigdir", action="store_true",
                       help="print the folder holding dlbridge.pc (for PKG_CONFIG_PATH) and exit")
     mode.add_argument("--cmakedir", action="store_true",
                       help="print the folder holding dlbridgeConfig.cmake (for dlbridge_DIR) and exit")
     args = parser.parse_args(argv)
     if args.cflags:
-        print(f"-I{dlbridge.get_include()}")
+        print(f"-I{_installed_folder(dlbridge.get_include())}")
+        return 0
+    if args.cython_flags:
+        print(f"-I{_installed_folder(os.path.dirname(os.path.dirname(os.path.abspath(dlbridge.__file__))))}")
         return 0
     if args.pkgconfigdir:
         print(dlbridge.get_pkgconfig_dir())

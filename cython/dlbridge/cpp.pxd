@@ -252,6 +252,14 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
     # check() of a tensor already validated: the demands alone.
     optional[import_error] check_demands(const DLTensor&, cbool readonly, const requirements&)
 
+    # What demands read as, for signatures and docstrings (bytes in Python):
+    # describe(V.demands()) is "float32[*, *] C-contiguous cpu read-only";
+    # with the views of a multi-dtype argument, "(float32 | float64)[*, *] ...".
+    string describe(const requirements&) except +
+    string describe(const requirements&, const requirements&) except +
+    string describe(const requirements&, const requirements&, const requirements&) except +
+    string describe(const requirements&, const requirements&, const requirements&, const requirements&) except +
+
 
 cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
     # Constraint tags for view[...]: memory order, read-only, device.

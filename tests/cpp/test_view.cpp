@@ -201,6 +201,45 @@ TEST_CASE("view: the constraint vocabulary") {
   CHECK_FALSE(dlb::view<float, dlb::ndim<1>>::demands().has_device);
 }
 
+TEST_CASE("view: describe renders each demand of a view type, in one line") {
+  using dlb::describe;
+  CHECK(describe<dlb::view<const float, dlb::ndim<2>, dlb::c_contig, dlb::cpu>>() ==
+        "float32[*, *] C-contiguous cpu read-only");
+  CHECK(describe<dlb::view<std::uint8_t, dlb::shape<any_extent, any_extent, 3>>>() == "uint8[*, *, 3] writable");
+  CHECK(describe<dlb::view<double, dlb::ndim<1>, dlb::f_contig, dlb::cuda>>() == "float64[*] Fortran-contiguous cuda writable");
+  CHECK(describe<dlb::view<bool, dlb::shape<2, 3>, dlb::any_contig, dlb::ro>>() == "bool[2, 3] contiguous read-only");
+  CHECK(describe<dlb::view<const std::int64_t, dlb::ndim<0>, dlb::cuda_managed>>() == "int64[] cuda_managed read-only");
+  // A hand-made requirements may leave the number of axes open, or fix fewer extents than it has axes.
+  CHECK(describe(dlb::requirements{f32}) == "float32[...] read-only");
+  const std::int64_t first[] = {4};
+  CHECK(describe(dlb::requirements{i32, 2, first, dlb::memory_order::none, false, dlb::kDLCPU, true}) ==
+        "int32[4, *] writable");
+}
+
+TEST_CASE("view: describe of several view types groups the dtypes where only they differ") {
+  using dlb::describe;
+  using image32 = dlb::view<const float, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+  using image64 = dlb::view<const double, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+  using ints = dlb::view<const std::int8_t, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+  CHECK(describe<image32, image64>() == "(float32 | float64)[*, *] C-contiguous cpu read-only");
+  CHECK(describe<ints, image32, image64>() == "(int8 | float32 | float64)[*, *] C-contiguous cpu read-only");
+  CHECK(describe(image32::demands(), image64::demands()) == describe<image32, image64>());
+  // Any other difference: each in full.
+  using rgb = dlb::view<std::uint8_t, dlb::shape<any_extent, any_extent, 3>>;
+  using rgba = dlb::view<std::uint8_t, dlb::shape<any_extent, any_extent, 4>>;
+  CHECK(describe<rgb, rgba>() == "uint8[*, *, 3] writable | uint8[*, *, 4] writable");
+  CHECK(describe<image32, dlb::view<double, dlb::ndim<2>, dlb::c_contig, dlb::cpu>>() ==
+        "float32[*, *] C-contiguous cpu read-only | float64[*, *] C-contiguous cpu writable");
+  CHECK(describe<image32, dlb::view<const double, dlb::ndim<2>, dlb::c_contig, dlb::cuda>>() ==
+        "float32[*, *] C-contiguous cpu read-only | float64[*, *] C-contiguous cuda read-only");
+  CHECK(describe<image32, dlb::view<const double, dlb::ndim<2>, dlb::c_contig>>() ==
+        "float32[*, *] C-contiguous cpu read-only | float64[*, *] C-contiguous read-only");
+  CHECK(describe<image32, dlb::view<const double, dlb::ndim<1>, dlb::c_contig, dlb::cpu>>() ==
+        "float32[*, *] C-contiguous cpu read-only | float64[*] C-contiguous cpu read-only");
+  CHECK(describe<image32, dlb::view<const double, dlb::ndim<2>, dlb::f_contig, dlb::cpu>>() ==
+        "float32[*, *] C-contiguous cpu read-only | float64[*, *] Fortran-contiguous cpu read-only");
+}
+
 // ---------------------------------------------------------------------------
 // Wrapping memory by hand; reading it
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -180,6 +181,55 @@ struct requirements {
   }
   if (r.writable && readonly) return import_error{"flags", -1, "writable data", "read-only data"};
   return std::nullopt;
+}
+
+// A readable rendering of what `r` demands, for signatures and docstrings:
+// "float32[*, 3] C-contiguous cpu read-only". Each part names one field of
+// requirements; a field that demands nothing is left out (no device, any
+// memory order), except access, which always says read-only or writable.
+[[nodiscard]] inline std::string describe(const requirements& r) {
+  std::string text(name(r.type));
+  if (r.ndim < 0) {
+    text += "[...]";
+  } else {
+    text += '[';
+    for (std::int32_t i = 0; i < r.ndim; ++i) {
+      if (i) text += ", ";
+      const bool fixed = std::size_t(i) < r.shape.size() && r.shape[std::size_t(i)] != any_extent;
+      text += fixed ? std::to_string(r.shape[std::size_t(i)]) : "*";
+    }
+    text += ']';
+  }
+  switch (r.order) {
+    case memory_order::none: break;
+    case memory_order::c: text += " C-contiguous"; break;
+    case memory_order::f: text += " Fortran-contiguous"; break;
+    case memory_order::any: text += " contiguous"; break;
+  }
+  if (r.has_device) (text += ' ') += name(r.device_type);
+  return text + (r.writable ? " writable" : " read-only");
+}
+
+// Several demands, as a multi-dtype argument tries them: where they differ in
+// the dtype alone, the dtypes are grouped before the shared rest,
+// "(float32 | float64)[*, *] C-contiguous cpu read-only"; otherwise each
+// demand in full, joined by " | ".
+template <std::same_as<requirements>... Rest>
+[[nodiscard]] std::string describe(const requirements& first, const requirements& second, const Rest&... rest) {
+  const requirements* all[] = {&first, &second, &rest...};
+  const auto same_but_dtype = [&first](const requirements* r) {
+    return r->ndim == first.ndim && std::ranges::equal(r->shape, first.shape) && r->order == first.order &&
+           r->has_device == first.has_device && (!first.has_device || r->device_type == first.device_type) &&
+           r->writable == first.writable;
+  };
+  std::string text;
+  if (std::ranges::all_of(all, same_but_dtype)) {
+    for (const requirements* r : all) (text += text.empty() ? "(" : " | ") += name(r->type);
+    const std::string shared = describe(first);
+    return text + ')' + shared.substr(name(first.type).size());
+  }
+  for (const requirements* r : all) (text += text.empty() ? "" : " | ") += describe(*r);
+  return text;
 }
 
 // The one check at every boundary: validate(t), then check_demands.

@@ -380,4 +380,13 @@ class view {
   dlb::device device_{has_device ? device_type : kDLCPU, 0};
 };
 
+// What one or several view types demand, rendered for a signature or a
+// docstring: describe<image32, image64>() is describe(image32::demands(),
+// image64::demands()), "(float32 | float64)[*, *] C-contiguous cpu read-only".
+template <class... Views>
+  requires(sizeof...(Views) > 0 && (std::same_as<decltype(Views::demands()), requirements> && ...))
+[[nodiscard]] std::string describe() {
+  return describe(Views::demands()...);
+}
+
 }  // namespace dlb

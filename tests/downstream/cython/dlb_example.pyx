@@ -133,6 +133,8 @@ cdef extern from *:
     cdef cppclass points3_view:
         int64_t shape(int32_t)
         double operator()(int64_t, int64_t)
+        @staticmethod
+        cpp.requirements demands()
 
 # The C++ half: dlb_example.hpp.
 cdef extern from "dlb_example.hpp" namespace "example" nogil:
@@ -152,6 +154,7 @@ ctypedef cpp.array_argument[points3_view] points3_argument
 ctypedef cpp.array_argument[vector_view] vector_argument
 
 
+@dlbridge.annotate(x=cpp.describe(rows_view.demands()))  # for inspect.signature, help() and stubs
 def row_sums(x):
     """Row sums of a 2-D float32 C-contiguous host array, as a new float32
     dlbridge Array made in C++. TypeError names the unmet constraint."""
@@ -163,6 +166,7 @@ def row_sums(x):
     return wrap(out)
 
 
+@dlbridge.annotate(x=cpp.describe(matrix_view.demands()))
 def scale_(x, float factor):
     """Multiplies a 2-D float32 host array by `factor` in place (any strides)
     and returns x. Read-only data is refused."""
@@ -177,6 +181,7 @@ def scale_(x, float factor):
     return x
 
 
+@dlbridge.annotate(points=cpp.describe(points3_view.demands()))
 def norms(points):
     """Euclidean norms of N x 3 float64 points, as a list."""
     cdef points3_argument arg = points3_argument(points, "norms", "points")
@@ -184,6 +189,7 @@ def norms(points):
     return [sqrt(v(i, 0) * v(i, 0) + v(i, 1) * v(i, 1) + v(i, 2) * v(i, 2)) for i in range(v.shape(0))]
 
 
+@dlbridge.annotate(x=cpp.describe(vector_view.demands()), y=cpp.describe(vector_view.demands()))
 def dot(x, y):
     """The dot product of two 1-D float64 host arrays of the same length."""
     cdef vector_argument x_arg = vector_argument(x, "dot", "x")
