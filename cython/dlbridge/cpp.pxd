@@ -279,8 +279,8 @@ cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
         pass
     cdef cppclass cuda_managed "dlb::cuda_managed":
         pass
-    # dlb::ndim<N> for the usual N. Other counts and dlb::shape<...> are
-    # declared the same way: cdef cppclass shape_any_3 "dlb::shape<dlb::any_extent, 3>"
+    # dlb::ndim<N> for the usual N. Other counts are declared the same way:
+    # cdef cppclass ndim5 "dlb::ndim<5>"
     cdef cppclass ndim0 "dlb::ndim<0>":
         pass
     cdef cppclass ndim1 "dlb::ndim<1>":
@@ -292,6 +292,40 @@ cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
     cdef cppclass ndim4 "dlb::ndim<4>":
         pass
 
+
+# dlb::shape<...> spelled with types, as Cython passes no integers as template
+# arguments: cpp.shape[cpp.any, cpp.any, cpp.extent3] is
+# dlb::shape<dlb::any_extent, dlb::any_extent, 3> (H x W x 3). Up to four
+# axes, each cpp.any or an extent of 1 to 4; others are declared the same
+# way: cdef cppclass extent8 "dlb::cython::extent<8>"
+cdef extern from * nogil:
+    """
+    #include "dlbridge/view.hpp"
+    #ifndef DLBRIDGE_CYTHON_SHAPE
+    #define DLBRIDGE_CYTHON_SHAPE
+    namespace dlb::cython {
+    template <std::int64_t N>
+    struct extent { static constexpr std::int64_t value = N; };
+    template <class... Extents>
+    using shape = dlb::shape<Extents::value...>;
+    }  // namespace dlb::cython
+    #endif
+    """
+    cdef cppclass any "dlb::cython::extent<dlb::any_extent>":
+        pass
+    cdef cppclass extent1 "dlb::cython::extent<1>":
+        pass
+    cdef cppclass extent2 "dlb::cython::extent<2>":
+        pass
+    cdef cppclass extent3 "dlb::cython::extent<3>":
+        pass
+    cdef cppclass extent4 "dlb::cython::extent<4>":
+        pass
+    cdef cppclass shape "dlb::cython::shape"[E1, E2=*, E3=*, E4=*]:
+        pass
+
+
+cdef extern from "dlbridge/view.hpp" namespace "dlb" nogil:
     # dlb::view<T, Constraints...> with up to five constraints, e.g.
     #   ctypedef cpp.view[float, cpp.ndim2, cpp.c_contig] matrix_f32
     # is dlb::view<float, dlb::ndim<2>, dlb::c_contig>. Get one from an Array
@@ -480,8 +514,9 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
 
 cdef extern from "dlbridge/returns.hpp" namespace "dlb::python":
     # A new C-contiguous tensor of zero bits with a view's shape, dtype and
-    # device (other devices than the CPU through dlbridge's backend;
-    # BufferError for a device it cannot allocate on). Return tensors with
+    # device, or those of the view an array_argument holds (other devices
+    # than the CPU through dlbridge's backend; BufferError for a device it
+    # cannot allocate on). Return tensors with
     # `wrap` or `wrap_like` (dlbridge/_array.pxd).
     tensor zeros_like "dlb::python::zeros_like"[V](const V&) except +raise_python_error
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "dlbridge/argument.hpp"
 #include "dlbridge/argument_api.hpp"
 #include "dlbridge/python.hpp"
 #include "dlbridge/tensor.hpp"
@@ -53,6 +54,10 @@ template <class>
 inline constexpr bool is_view = false;
 template <class T, class... Constraints>
 inline constexpr bool is_view<view<T, Constraints...>> = true;
+template <class>
+inline constexpr bool is_array_argument = false;
+template <class... Views>
+inline constexpr bool is_array_argument<array_argument<Views...>> = true;
 }  // namespace detail
 
 // A new C-contiguous tensor of zero bits with v's shape, dtype and device:
@@ -68,6 +73,14 @@ template <class View>
   tensor out;
   if (get_argument_api().zeros(v.device(), shape.data(), v.rank, v.dtype, &out) != 0) throw python_error_already_set{};
   return out;
+}
+
+// The same for the view an array argument holds (whichever of its views).
+// (One template argument, the argument type, as for views.)
+template <class Argument>
+  requires detail::is_array_argument<Argument>
+[[nodiscard]] tensor zeros_like(const Argument& a) {
+  return a.visit([](const auto& v) { return zeros_like(v); });
 }
 
 }  // namespace dlb::python
