@@ -63,6 +63,88 @@ GOALS = [("NumPy", "Cython cnp.ndarray", 0.6), ("torch", "nanobind nb::ndarray",
          ("Array", "dlbridge typed Array argument", 1.2), ("JAX", "Cython typed memoryview", 1.0)]
 
 
+# The two kernels of the glue comparison (issue 24): a float32-or-float64
+# corner detector returning a new array, and an in-place H x W x 3 uint8
+# kernel, each version in one file (module, source).
+KERNELS = {
+    "Cython typed memoryview": ("kernels_memoryview", SOURCE / "kernels_memoryview.pyx"),
+    "nanobind nb::ndarray": ("kernels_nanobind", SOURCE / "kernels_nanobind.cpp"),
+    "dlbridge, Cython": ("dlb_kernels", ROOT / "tests" / "downstream" / "kernels" / "dlb_kernels.pyx"),
+}
+GLUE_GOAL = ("dlbridge, Cython", "Cython typed memoryview")  # fewer glue lines: a difference <= -1
+KERNEL_CALLS = ("corner_moravec(6x6 float32 ndarray)", "brighten_(4x4x3 uint8 ndarray)")
+
+
+def code_lines(path: pathlib.Path) -> tuple[int, int]:
+    """(glue, kernel): the code lines of one source file outside and inside
+    its `begin kernel` ... `end kernel` blocks. Blank lines, comments and
+    docstrings are not code; everything else an author writes is."""
+    glue = kernel = 0
+    in_kernel = in_docstring = False
+    for line in path.read_text().splitlines():
+        text = line.strip()
+        if text.endswith(("begin kernel", "end kernel")):
+            in_kernel = text.endswith("begin kernel")
+            continue
+        if in_docstring or text.startswith('"""'):
+            in_docstring = in_docstring != (text.count('"""') % 2 == 1)
+            continue
+        if not text or text.startswith(("#", "//")):
+            continue
+        if in_kernel:
+            kernel += 1
+        else:
+            glue += 1
+    return glue, kernel
+
+
+def glue_name() -> str:
+    return f"kernels: glue lines, {GLUE_GOAL[0]} minus {GLUE_GOAL[1]}"
+
+
+def kernel_names() -> list[str]:
+    return [glue_name()] + [f"kernels: {v}, {what}" for v in KERNELS
+                            for what in ("glue lines",) + tuple(f"{c}, ns per call" for c in KERNEL_CALLS)]
+
+
+def kernel_rows(folder: pathlib.Path, samples: int, sample_ns: float) -> list[Row]:
+    """Glue lines of each version of the two kernels, and their time per call
+    on small NumPy inputs (the kernels' loops do little there)."""
+    import importlib
+    sys.path.insert(0, str(folder))
+    try:
+        modules = {v: importlib.import_module(m) for v, (m, _) in KERNELS.items()}
+    finally:
+        sys.path.remove(str(folder))
+    lines = {v: code_lines(path) for v, (_, path) in KERNELS.items()}
+    mine, peer = (lines[v][0] for v in GLUE_GOAL)
+    out = [Row("arguments", glue_name(), str(mine), str(peer), mine - peer, "<=", -1, unit="lines",
+               note="code lines outside the kernel loops: " + "; ".join(
+                   f"{v} {g} (+ {k} kernel)" for v, (g, k) in lines.items()))]
+    image = np.random.default_rng(0).random((6, 6)).astype(np.float32)
+    rgb = np.zeros((4, 4, 3), np.uint8)
+    calls = {KERNEL_CALLS[0]: ("corner_moravec", image), KERNEL_CALLS[1]: ("brighten_", rgb)}
+    timed = {}
+    for call, (function, x) in calls.items():
+        want = modules[GLUE_GOAL[1]].corner_moravec(x) if function == "corner_moravec" else None
+        for v, m in modules.items():  # each version computes the same
+            got = getattr(m, function)(x)
+            assert want is None or (type(got) is np.ndarray and np.array_equal(got, want)), v
+        r = compare({v: loop("f(x)", f=getattr(m, function), x=x) for v, m in modules.items()},
+                    sample_ns=sample_ns, samples=samples)
+        timed[call] = r
+    for v in KERNELS:
+        out.append(Row("arguments", f"kernels: {v}, glue lines", str(lines[v][0]), str(lines[GLUE_GOAL[1]][0]),
+                       lines[v][0] / lines[GLUE_GOAL[1]][0], None, None,
+                       note=f"{lines[v][1]} kernel lines beside; peer: {GLUE_GOAL[1]}"))
+        for call, r in timed.items():
+            base = r[GLUE_GOAL[1]].min_ns
+            out.append(Row("arguments", f"kernels: {v}, {call}, ns per call", ns(r[v].min_ns), ns(base),
+                           r[v].min_ns / base, None, None,
+                           note=f"peer: {GLUE_GOAL[1]}; median {ns(r[v].median_ns)}; {r[v].samples} samples"))
+    return out
+
+
 def goal_name(input_: str, peer: str) -> str:
     return f"argument, {input_} input: converter / {peer}, net of a bare call"
 
@@ -77,12 +159,12 @@ def names() -> list[str]:
     for input_ in INPUTS:
         out += [goal_name(i, peer) for i, peer, _ in GOALS if i == input_]
         out += [route_name(input_, r) for r, (_, _, takes) in ROUTES.items() if input_ in takes]
-    return out
+    return out + kernel_names()
 
 
 def _key() -> str:
     h = hashlib.sha256(sys.version.encode() + sys.executable.encode())
-    for f in sorted(SOURCE.iterdir()):
+    for f in sorted(SOURCE.iterdir()) + [KERNELS["dlbridge, Cython"][1]]:
         h.update(f.name.encode() + f.read_bytes())
     package = pathlib.Path(os.path.abspath(dlbridge.__file__)).parent
     for f in sorted(package.rglob("*")):
@@ -157,8 +239,9 @@ def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | s
 def rows(quick: bool = False) -> list[Row]:
     folder, why = build()
     if folder is None:
-        return [Row("arguments", n, "-", "-", None, "<=" if "converter /" in n else None,
-                    next((g for i, p, g in GOALS if goal_name(i, p) == n), None), note=why) for n in names()]
+        goals = {goal_name(i, p): g for i, p, g in GOALS} | {glue_name(): -1}
+        return [Row("arguments", n, "-", "-", None, "<=" if n in goals else None, goals.get(n), note=why)
+                for n in names()]
     f, x = functions(folder), inputs()
     counts = instruction_counts(folder) if not quick and instructions.valgrind_version() else None
     samples, sample_ns = (10, 1e6) if quick else (200, 2e6)
@@ -187,7 +270,7 @@ def rows(quick: bool = False) -> list[Row]:
         for name in taking:
             out.append(Row("arguments", route_name(input_, name), ns(r_[name].min_ns), ns(bare), net[name], None,
                            None, unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))
-    return out
+    return out + kernel_rows(folder, samples, sample_ns)
 
 
 def main(argv: list[str] | None = None) -> int:
