@@ -16,7 +16,9 @@ has no row for it. The goal rows are ratios of those net costs:
 
 - NumPy input: converter <= 0.6x cnp.ndarray (Cython's fastest route);
 - torch input: converter <= 0.1x nanobind;
-- dlbridge.Array input: converter <= 1.2x the typed `Array` argument.
+- dlbridge.Array input: converter <= 1.2x the typed `Array` argument;
+- every input: a float32-or-float64 converter (float64 input) <= 1.1x the
+  single-dtype converter (multi-dtype dispatch).
 
 Without --quick, callgrind counts (instructions per call, net of the bare
 call) are given beside each goal row, where valgrind is installed.
@@ -46,6 +48,7 @@ CACHE = ROOT / "build" / "benchmarks"
 # (module, function) of each route, and the inputs it takes.
 ROUTES = {
     "dlbridge converter": ("args_cython", "converter", ("NumPy", "torch", "Array")),
+    "dlbridge converter, float32 or float64": ("args_cython", "converter_two", ("NumPy", "torch", "Array")),
     "dlbridge typed Array argument": ("args_cython", "typed_array", ("Array",)),
     "dlbridge asarray then view": ("args_cython", "through_asarray", ("NumPy", "torch", "Array")),
     "Cython typed memoryview": ("args_cython", "memoryview_route", ("NumPy", "Array")),
@@ -57,6 +60,12 @@ INPUTS = ("NumPy", "torch", "Array")
 # (input, peer route, goal) of each gated ratio: converter / peer, net of the bare call.
 GOALS = [("NumPy", "Cython cnp.ndarray", 0.6), ("torch", "nanobind nb::ndarray", 0.1),
          ("Array", "dlbridge typed Array argument", 1.2)]
+# (route, goal) of the rows that gate a route against the single-dtype converter, on every input.
+CONVERTER_GOALS = [("dlbridge converter, float32 or float64", 1.1)]
+
+
+def converter_goal_name(input_: str, route: str) -> str:
+    return f"argument, {input_} input: {route} / dlbridge converter, net of a bare call"
 
 
 def goal_name(input_: str, peer: str) -> str:
@@ -72,6 +81,7 @@ def names() -> list[str]:
     out = []
     for input_ in INPUTS:
         out += [goal_name(i, peer) for i, peer, _ in GOALS if i == input_]
+        out += [converter_goal_name(input_, r) for r, _ in CONVERTER_GOALS if input_ in ROUTES[r][2]]
         out += [route_name(input_, r) for r, (_, _, takes) in ROUTES.items() if input_ in takes]
     return out
 
@@ -138,7 +148,9 @@ def child(target: str, n: int) -> None:
 def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | str:
     """Ir per call of the bare call and of each goal row's two routes, or why there are none."""
     # One bare call serves every input: it does nothing with its argument.
-    targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"})
+    targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"} |
+                     {f"{r}@{i}" for r, _ in CONVERTER_GOALS for i in INPUTS} |
+                     {f"dlbridge converter@{i}" for i in INPUTS})
     os.environ["DLB_ARGUMENTS_BUILD"] = str(folder)
     try:
         ir, setup = instructions.per_call(instructions.QUICK_N, targets, script=__file__)
@@ -147,11 +159,23 @@ def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | s
     return {tuple(t.split("@")): v for t, v in ir.items()} | {("setup", ""): setup}
 
 
+def _callgrind_note(counts, route: str, peer: str, input_: str) -> str:
+    """"; callgrind net Ir a / b = ratio (setup)", or why there are none."""
+    if isinstance(counts, str):
+        return f"; callgrind failed: {counts}"
+    if not counts:
+        return ""
+    ours, theirs = (counts[r, input_] - counts["bare", "NumPy"] for r in (route, peer))
+    return f"; callgrind net Ir {ours:.0f} / {theirs:.0f} = {ours / theirs:.2f} ({counts['setup', '']})"
+
+
 def rows(quick: bool = False) -> list[Row]:
     folder, why = build()
     if folder is None:
-        return [Row("arguments", n, "-", "-", None, "<=" if "converter /" in n else None,
-                    next((g for i, p, g in GOALS if goal_name(i, p) == n), None), note=why) for n in names()]
+        goals = {goal_name(i, p): g for i, p, g in GOALS} | {
+            converter_goal_name(i, r): g for i in INPUTS for r, g in CONVERTER_GOALS}
+        return [Row("arguments", n, "-", "-", None, "<=" if n in goals else None, goals.get(n), note=why)
+                for n in names()]
     f, x = functions(folder), inputs()
     counts = instruction_counts(folder) if not quick and instructions.valgrind_version() else None
     samples, sample_ns = (10, 1e6) if quick else (200, 2e6)
@@ -169,14 +193,15 @@ def rows(quick: bool = False) -> list[Row]:
             if i != input_:
                 continue
             note = f"{ns(net['dlbridge converter'])} / {ns(net[peer])} net; {run_note}"
-            if isinstance(counts, dict):
-                c_ir = counts["dlbridge converter", input_] - counts["bare", "NumPy"]
-                p_ir = counts[peer, input_] - counts["bare", "NumPy"]
-                note += f"; callgrind net Ir {c_ir:.0f} / {p_ir:.0f} = {c_ir / p_ir:.2f} ({counts['setup', '']})"
-            elif isinstance(counts, str):
-                note += f"; callgrind failed: {counts}"
+            note += _callgrind_note(counts, "dlbridge converter", peer, input_)
             out.append(Row("arguments", goal_name(input_, peer), ns(r_["dlbridge converter"].min_ns),
                            ns(r_[peer].min_ns), net["dlbridge converter"] / net[peer], "<=", goal, note=note))
+        for r, goal in CONVERTER_GOALS:
+            if r in taking:
+                out.append(Row("arguments", converter_goal_name(input_, r), ns(r_[r].min_ns),
+                               ns(r_["dlbridge converter"].min_ns), net[r] / net["dlbridge converter"], "<=", goal,
+                               note=f"{ns(net[r])} / {ns(net['dlbridge converter'])} net; {run_note}"
+                                    + _callgrind_note(counts, r, "dlbridge converter", input_)))
         for name in taking:
             out.append(Row("arguments", route_name(input_, name), ns(r_[name].min_ns), ns(bare), net[name], None,
                            None, unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))
