@@ -16,12 +16,13 @@ has no row for it. The goal rows are ratios of those net costs:
 
 - NumPy input: converter <= 0.6x cnp.ndarray (Cython's fastest route);
 - torch input: converter <= 0.1x nanobind;
-- dlbridge.Array input: converter <= 1.2x the typed `Array` argument;
-- every input: a float32-or-float64 converter (float64 input) <= 1.1x the
-  single-dtype converter (multi-dtype dispatch).
+- dlbridge.Array input: converter <= 1.2x the typed `Array` argument.
 
 Without --quick, callgrind counts (instructions per call, net of the bare
 call) are given beside each goal row, where valgrind is installed.
+
+Multi-dtype dispatch, on every input: the converter taking float32 or
+float64 (a float64 input: the second view) <= 1.1x the single-dtype converter.
 
     python benchmarks/arguments.py [--quick]    # these rows only
 """
@@ -48,11 +49,11 @@ CACHE = ROOT / "build" / "benchmarks"
 # (module, function) of each route, and the inputs it takes.
 ROUTES = {
     "dlbridge converter": ("args_cython", "converter", ("NumPy", "torch", "Array")),
-    "dlbridge converter, float32 or float64": ("args_cython", "converter_two", ("NumPy", "torch", "Array")),
     "dlbridge typed Array argument": ("args_cython", "typed_array", ("Array",)),
     "dlbridge asarray then view": ("args_cython", "through_asarray", ("NumPy", "torch", "Array")),
     "Cython typed memoryview": ("args_cython", "memoryview_route", ("NumPy", "Array")),
     "Cython cnp.ndarray": ("args_cython", "cnp_route", ("NumPy",)),
+    "dlbridge converter, float32 or float64": ("args_cython", "converter_two", ("NumPy", "torch", "Array", "JAX")),
     "nanobind nb::ndarray": ("args_nanobind", "view", ("NumPy", "torch", "Array")),
     "pybind11 py::array_t": ("args_pybind11", "view", ("NumPy", "torch", "Array")),
 }
@@ -60,12 +61,6 @@ INPUTS = ("NumPy", "torch", "Array")
 # (input, peer route, goal) of each gated ratio: converter / peer, net of the bare call.
 GOALS = [("NumPy", "Cython cnp.ndarray", 0.6), ("torch", "nanobind nb::ndarray", 0.1),
          ("Array", "dlbridge typed Array argument", 1.2)]
-# (route, goal) of the rows that gate a route against the single-dtype converter, on every input.
-CONVERTER_GOALS = [("dlbridge converter, float32 or float64", 1.1)]
-
-
-def converter_goal_name(input_: str, route: str) -> str:
-    return f"argument, {input_} input: {route} / dlbridge converter, net of a bare call"
 
 
 def goal_name(input_: str, peer: str) -> str:
@@ -74,6 +69,14 @@ def goal_name(input_: str, peer: str) -> str:
 
 def route_name(input_: str, route: str) -> str:
     return f"argument, {input_} input: {route}, ns over a bare call"
+
+
+# (route, goal) of each ratio gated against the single-dtype converter, on every input it takes.
+CONVERTER_GOALS = [("dlbridge converter, float32 or float64", 1.1)]
+
+
+def converter_goal_name(input_: str, route: str) -> str:
+    return f"argument, {input_} input: {route} / dlbridge converter, net of a bare call"
 
 
 def names() -> list[str]:
@@ -149,7 +152,7 @@ def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | s
     """Ir per call of the bare call and of each goal row's two routes, or why there are none."""
     # One bare call serves every input: it does nothing with its argument.
     targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"} |
-                     {f"{r}@{i}" for r, _ in CONVERTER_GOALS for i in INPUTS} |
+                     {f"{r}@{i}" for r, _ in CONVERTER_GOALS for i in INPUTS if i in ROUTES[r][2]} |
                      {f"dlbridge converter@{i}" for i in INPUTS})
     os.environ["DLB_ARGUMENTS_BUILD"] = str(folder)
     try:
