@@ -23,6 +23,9 @@ has no row for it. The goal rows are ratios of those net costs:
 Without --quick, callgrind counts (instructions per call, net of the bare
 call) are given beside each goal row, where valgrind is installed.
 
+Multi-dtype dispatch, on every input: the converter taking float32 or
+float64 (a float64 input: the second view) <= 1.1x the single-dtype converter.
+
     python benchmarks/arguments.py [--quick]    # these rows only
 """
 from __future__ import annotations
@@ -52,6 +55,7 @@ ROUTES = {
     "dlbridge asarray then view": ("args_cython", "through_asarray", ("NumPy", "torch", "Array", "JAX")),
     "Cython typed memoryview": ("args_cython", "memoryview_route", ("NumPy", "Array", "JAX")),
     "Cython cnp.ndarray": ("args_cython", "cnp_route", ("NumPy",)),
+    "dlbridge converter, float32 or float64": ("args_cython", "converter_two", ("NumPy", "torch", "Array", "JAX")),
     "nanobind nb::ndarray": ("args_nanobind", "view", ("NumPy", "torch", "Array")),
     "pybind11 py::array_t": ("args_pybind11", "view", ("NumPy", "torch", "Array")),
     "nanobind with dlbridge's caster": ("args_nanobind", "caster", ("NumPy", "torch", "Array")),
@@ -153,11 +157,20 @@ def route_name(input_: str, route: str) -> str:
     return f"argument, {input_} input: {route}, ns over a bare call"
 
 
+# (route, goal) of each ratio gated against the single-dtype converter, on every input it takes.
+CONVERTER_GOALS = [("dlbridge converter, float32 or float64", 1.1)]
+
+
+def converter_goal_name(input_: str, route: str) -> str:
+    return f"argument, {input_} input: {route} / dlbridge converter, net of a bare call"
+
+
 def names() -> list[str]:
     """Every row this group reports, in order."""
     out = []
     for input_ in INPUTS:
         out += [goal_name(i, peer) for i, peer, _ in GOALS if i == input_]
+        out += [converter_goal_name(input_, r) for r, _ in CONVERTER_GOALS if input_ in ROUTES[r][2]]
         out += [route_name(input_, r) for r, (_, _, takes) in ROUTES.items() if input_ in takes]
     return out + kernel_names()
 
@@ -227,7 +240,9 @@ def child(target: str, n: int) -> None:
 def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | str:
     """Ir per call of the bare call and of each goal row's two routes, or why there are none."""
     # One bare call serves every input: it does nothing with its argument.
-    targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"})
+    targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"} |
+                     {f"{r}@{i}" for r, _ in CONVERTER_GOALS for i in INPUTS if i in ROUTES[r][2]} |
+                     {f"dlbridge converter@{i}" for i in INPUTS})
     os.environ["DLB_ARGUMENTS_BUILD"] = str(folder)
     try:
         ir, setup = instructions.per_call(instructions.QUICK_N, targets, script=__file__)
@@ -236,10 +251,21 @@ def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | s
     return {tuple(t.split("@")): v for t, v in ir.items()} | {("setup", ""): setup}
 
 
+def _callgrind_note(counts, route: str, peer: str, input_: str) -> str:
+    """"; callgrind net Ir a / b = ratio (setup)", or why there are none."""
+    if isinstance(counts, str):
+        return f"; callgrind failed: {counts}"
+    if not counts:
+        return ""
+    ours, theirs = (counts[r, input_] - counts["bare", "NumPy"] for r in (route, peer))
+    return f"; callgrind net Ir {ours:.0f} / {theirs:.0f} = {ours / theirs:.2f} ({counts['setup', '']})"
+
+
 def rows(quick: bool = False) -> list[Row]:
     folder, why = build()
     if folder is None:
-        goals = {goal_name(i, p): g for i, p, g in GOALS} | {glue_name(): -1}
+        goals = {goal_name(i, p): g for i, p, g in GOALS} | {
+            converter_goal_name(i, r): g for i in INPUTS for r, g in CONVERTER_GOALS} | {glue_name(): -1}
         return [Row("arguments", n, "-", "-", None, "<=" if n in goals else None, goals.get(n), note=why)
                 for n in names()]
     f, x = functions(folder), inputs()
@@ -259,14 +285,15 @@ def rows(quick: bool = False) -> list[Row]:
             if i != input_:
                 continue
             note = f"{ns(net['dlbridge converter'])} / {ns(net[peer])} net; {run_note}"
-            if isinstance(counts, dict):
-                c_ir = counts["dlbridge converter", input_] - counts["bare", "NumPy"]
-                p_ir = counts[peer, input_] - counts["bare", "NumPy"]
-                note += f"; callgrind net Ir {c_ir:.0f} / {p_ir:.0f} = {c_ir / p_ir:.2f} ({counts['setup', '']})"
-            elif isinstance(counts, str):
-                note += f"; callgrind failed: {counts}"
+            note += _callgrind_note(counts, "dlbridge converter", peer, input_)
             out.append(Row("arguments", goal_name(input_, peer), ns(r_["dlbridge converter"].min_ns),
                            ns(r_[peer].min_ns), net["dlbridge converter"] / net[peer], "<=", goal, note=note))
+        for r, goal in CONVERTER_GOALS:
+            if r in taking:
+                out.append(Row("arguments", converter_goal_name(input_, r), ns(r_[r].min_ns),
+                               ns(r_["dlbridge converter"].min_ns), net[r] / net["dlbridge converter"], "<=", goal,
+                               note=f"{ns(net[r])} / {ns(net['dlbridge converter'])} net; {run_note}"
+                                    + _callgrind_note(counts, r, "dlbridge converter", input_)))
         for name in taking:
             out.append(Row("arguments", route_name(input_, name), ns(r_[name].min_ns), ns(bare), net[name], None,
                            None, unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))

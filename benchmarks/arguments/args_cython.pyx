@@ -11,6 +11,9 @@ import dlbridge
 
 ctypedef cpp.view[double, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] matrix_view
 ctypedef cpp.array_argument[matrix_view] matrix_argument
+ctypedef cpp.view[float, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] matrix32_view
+# float32 first: a float64 input is the second view tried.
+ctypedef cpp.array_argument[matrix32_view, matrix_view] matrix_two_argument
 
 
 def bare(x):
@@ -22,6 +25,14 @@ def converter(x):
     """dlbridge's argument converter (docs/cython-guide.md)."""
     cdef matrix_argument arg = matrix_argument(x, "converter", "x")
     return <uintptr_t>arg.view().const_data() & 1
+
+
+def converter_two(x):
+    """The converter taking float32 or float64 (the dtype picks the view)."""
+    cdef matrix_two_argument arg = matrix_two_argument(x, "converter_two", "x")
+    if arg.holds[matrix_view]():
+        return <uintptr_t>arg.get[matrix_view]().const_data() & 1
+    return <uintptr_t>arg.get[matrix32_view]().const_data() & 1
 
 
 def typed_array(Array a):
