@@ -161,6 +161,10 @@ cdef int _convert(PyObject* obj, cpp.borrowed_array* out, const cpp.requirements
         _check_pointers(obj, out, function, name)
         x = <object>obj
         if _borrow_found(x, out) == 1:
+            if not (_is_nested(x) or isinstance(x, (bool, int, float, complex))):
+                raise TypeError(f"{_label(function, name)}: expected an array (an object with __dlpack__, "
+                                f"__cuda_array_interface__, __array_interface__ or the buffer protocol), a "
+                                f"nested sequence or a scalar, got {type(x).__name__}")
             try:
                 a = _from_sequence(x, None)
             except (TypeError, ValueError, OverflowError) as e:

@@ -837,7 +837,9 @@ SEVERAL_UNMET = [
     ("ex.image_sum_of_any(np.zeros((2, 3), np.int32)[None])", "image_sum_of_any(): argument 'x': expected ndim 2, got 3"),
     ("ex.image_sum_of_any(np.zeros(3, np.float32))", "image_sum_of_any(): argument 'x': expected ndim 2, got 1"),
     ("ex.image_sum_of_any(ex.cuda_vector_at_address(0x10000, 6))", "image_sum_of_any(): argument 'x': expected device cpu, got cuda"),
-    ("ex.image_sum_of_any(None)", "image_sum_of_any(): argument 'x': expected a Python scalar (bool, int, float or complex), got NoneType"),
+    ("ex.image_sum_of_any(None)", "image_sum_of_any(): argument 'x': expected an array (an object with "
+     "__dlpack__, __cuda_array_interface__, __array_interface__ or the buffer protocol), a nested sequence or a "
+     "scalar, got NoneType"),
 ]
 
 
