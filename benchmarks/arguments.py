@@ -20,11 +20,27 @@ has no row for it. The goal rows are ratios of those net costs:
 - dlbridge.Array input: converter <= 1.2x the typed `Array` argument;
 - JAX input (a CPU jax.Array): converter <= 1.0x Cython's typed memoryview.
 
+The return rows (issue 24) time a function that takes the NumPy input,
+makes a new 1-element float64 array, writes its element and returns it to
+the caller as a numpy.ndarray: dlbridge from Cython (`wrap_like(t, x)`) and
+from plain C++ (`dlb::python::to_python_like`, benchmarks/arguments/
+args_plain.cpp), nanobind's `nb::ndarray<nb::numpy, double, nb::ndim<1>>`
+with a capsule owner (as its documentation returns one), and for reference
+NumPy's own np.empty and PyArray_EMPTY from Cython and pybind11's
+`py::array_t<double>(1)`. Goal: each dlbridge route <= 0.8x nanobind's,
+net of the bare call.
+
 Without --quick, callgrind counts (instructions per call, net of the bare
 call) are given beside each goal row, where valgrind is installed.
 
 Multi-dtype dispatch, on every input: the converter taking float32 or
 float64 (a float64 input: the second view) <= 1.1x the single-dtype converter.
+
+The kernel rows (issue 24) compare two real kernels written with Cython's
+typed memoryviews, with nanobind, and with dlbridge (the downstream package
+tests/downstream/kernels): the code lines each needs outside the kernel
+loops (its glue; goal: dlbridge's Cython version has fewer than the
+memoryview version), and time per call on small NumPy inputs.
 
     python benchmarks/arguments.py [--quick]    # these rows only
 """
@@ -65,6 +81,28 @@ INPUTS = ("NumPy", "torch", "Array", "JAX")
 # (input, peer route, goal) of each gated ratio: converter / peer, net of the bare call.
 GOALS = [("NumPy", "Cython cnp.ndarray", 0.6), ("torch", "nanobind nb::ndarray", 0.1),
          ("Array", "dlbridge typed Array argument", 1.2), ("JAX", "Cython typed memoryview", 1.0)]
+
+
+# Returning a new array to a NumPy caller: (module, function) of each route.
+RETURNS = {
+    "dlbridge wrap_like from Cython": ("args_cython", "return_wrap_like"),
+    "dlbridge to_python_like from C++": ("args_plain", "new_like"),
+    "nanobind nb::ndarray<nb::numpy> with a capsule": ("args_nanobind", "new_array"),
+    "NumPy np.empty from Cython": ("args_cython", "return_np_empty"),
+    "NumPy PyArray_EMPTY from Cython": ("args_cython", "return_pyarray_empty"),
+    "pybind11 py::array_t<double>(1)": ("args_pybind11", "new_array"),
+}
+RETURN_PEER = "nanobind nb::ndarray<nb::numpy> with a capsule"
+# (route, goal) of each gated ratio: route / RETURN_PEER, net of the bare call.
+RETURN_GOALS = [("dlbridge wrap_like from Cython", 0.8), ("dlbridge to_python_like from C++", 0.8)]
+
+
+def return_goal_name(route: str) -> str:
+    return f"return to NumPy: {route} / {RETURN_PEER}, net of a bare call"
+
+
+def return_route_name(route: str) -> str:
+    return f"return to NumPy: {route}, ns over a bare call"
 
 
 # The two kernels of the glue comparison (issue 24): a float32-or-float64
@@ -172,6 +210,7 @@ def names() -> list[str]:
         out += [goal_name(i, peer) for i, peer, _ in GOALS if i == input_]
         out += [converter_goal_name(input_, r) for r, _ in CONVERTER_GOALS if input_ in ROUTES[r][2]]
         out += [route_name(input_, r) for r, (_, _, takes) in ROUTES.items() if input_ in takes]
+    out += [return_goal_name(r) for r, _ in RETURN_GOALS] + [return_route_name(r) for r in RETURNS]
     return out + kernel_names()
 
 
@@ -218,11 +257,12 @@ def functions(folder: pathlib.Path) -> dict[str, object]:
     import importlib
     sys.path.insert(0, str(folder))
     try:
-        modules = {m: importlib.import_module(m) for m in ("args_cython", "args_nanobind", "args_pybind11")}
+        modules = {m: importlib.import_module(m)
+                   for m in ("args_cython", "args_nanobind", "args_pybind11", "args_plain")}
     finally:
         sys.path.remove(str(folder))
     return {route: getattr(modules[m], f) for route, (m, f, _) in ROUTES.items()} | {
-        "bare": modules["args_cython"].bare}
+        route: getattr(modules[m], f) for route, (m, f) in RETURNS.items()} | {"bare": modules["args_cython"].bare}
 
 
 def child(target: str, n: int) -> None:
@@ -242,7 +282,8 @@ def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | s
     # One bare call serves every input: it does nothing with its argument.
     targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"} |
                      {f"{r}@{i}" for r, _ in CONVERTER_GOALS for i in INPUTS if i in ROUTES[r][2]} |
-                     {f"dlbridge converter@{i}" for i in INPUTS})
+                     {f"dlbridge converter@{i}" for i in INPUTS} |
+                     {f"{r}@NumPy" for r, _ in RETURN_GOALS} | {f"{RETURN_PEER}@NumPy"})
     os.environ["DLB_ARGUMENTS_BUILD"] = str(folder)
     try:
         ir, setup = instructions.per_call(instructions.QUICK_N, targets, script=__file__)
@@ -265,7 +306,8 @@ def rows(quick: bool = False) -> list[Row]:
     folder, why = build()
     if folder is None:
         goals = {goal_name(i, p): g for i, p, g in GOALS} | {
-            converter_goal_name(i, r): g for i in INPUTS for r, g in CONVERTER_GOALS} | {glue_name(): -1}
+            converter_goal_name(i, r): g for i in INPUTS for r, g in CONVERTER_GOALS} | {glue_name(): -1} | {
+            return_goal_name(r): g for r, g in RETURN_GOALS}
         return [Row("arguments", n, "-", "-", None, "<=" if n in goals else None, goals.get(n), note=why)
                 for n in names()]
     f, x = functions(folder), inputs()
@@ -297,7 +339,33 @@ def rows(quick: bool = False) -> list[Row]:
         for name in taking:
             out.append(Row("arguments", route_name(input_, name), ns(r_[name].min_ns), ns(bare), net[name], None,
                            None, unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))
-    return out + kernel_rows(folder, samples, sample_ns)
+    return out + return_rows(f, x["NumPy"], counts, sample_ns, samples) + kernel_rows(folder, samples, sample_ns)
+
+
+def return_rows(f: dict[str, object], x: np.ndarray, counts, sample_ns: float, samples: int) -> list[Row]:
+    """The return rows: each route called with the NumPy input x, timed beside the bare call."""
+    for r in RETURNS:  # each route returns a new ndarray holding 1.0
+        out = f[r](x)
+        assert type(out) is np.ndarray and out.shape == (1,) and out.dtype == np.float64 and out[0] == 1.0, r
+    r_ = compare({name: loop("f(x)", f=f[name], x=x) for name in ["bare", *RETURNS]},
+                 sample_ns=sample_ns, samples=samples)
+    bare = r_["bare"].min_ns
+    net = {name: r_[name].min_ns - bare for name in RETURNS}
+    run_note = f"bare call {ns(bare)}; {r_['bare'].samples} samples x {r_['bare'].loops} calls"
+    out = []
+    for r, goal in RETURN_GOALS:
+        note = f"{ns(net[r])} / {ns(net[RETURN_PEER])} net; {run_note}"
+        if isinstance(counts, dict):
+            ours, peer = (counts[name, "NumPy"] - counts["bare", "NumPy"] for name in (r, RETURN_PEER))
+            note += f"; callgrind net Ir {ours:.0f} / {peer:.0f} = {ours / peer:.2f} ({counts['setup', '']})"
+        elif isinstance(counts, str):
+            note += f"; callgrind failed: {counts}"
+        out.append(Row("arguments", return_goal_name(r), ns(r_[r].min_ns), ns(r_[RETURN_PEER].min_ns),
+                       net[r] / net[RETURN_PEER], "<=", goal, note=note))
+    for name in RETURNS:
+        out.append(Row("arguments", return_route_name(name), ns(r_[name].min_ns), ns(bare), net[name], None, None,
+                       unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The Cython routes of benchmarks/arguments.py: each function takes one 2-D
-float64 C-contiguous host array and returns the low bit of its first
-element's address, so that every route has to reach the data."""
+"""The Cython routes of benchmarks/arguments.py: each argument route takes
+one 2-D float64 C-contiguous host array and returns the low bit of its first
+element's address, so that every route has to reach the data; each return
+route (return_*) makes a new array and returns it to the NumPy caller."""
 cimport numpy as cnp
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport int64_t, uintptr_t
 
-from dlbridge cimport Array, cpp
+from dlbridge cimport Array, cpp, wrap_like
 
 import dlbridge
+import numpy as np
+
+cnp.import_array()
 
 ctypedef cpp.view[double, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] matrix_view
 ctypedef cpp.array_argument[matrix_view] matrix_argument
@@ -56,3 +60,30 @@ def memoryview_route(const double[:, ::1] x):
 def cnp_route(cnp.ndarray[cnp.float64_t, ndim=2, mode="c"] x):
     """Cython's cnp.ndarray buffer argument (NumPy only)."""
     return <uintptr_t>x.data & 1
+
+
+# Returning a new 1-element float64 array to a NumPy caller (issue 24): each
+# route takes the NumPy input x, makes the array, writes its element and
+# returns it as a numpy.ndarray.
+
+def return_wrap_like(x):
+    """dlbridge from Cython: a tensor returned like x (an ndarray for an ndarray)."""
+    cdef int64_t n = 1
+    cdef cpp.tensor t = cpp.tensor.empty(cpp.extents_t(&n, 1), cpp.dtype_of[double]())
+    (<double*>t.data())[0] = 1.0
+    return wrap_like(t, x)
+
+
+def return_np_empty(x):
+    """NumPy from Cython as scikit-image writes it: np.empty."""
+    cdef cnp.ndarray a = np.empty(1)
+    (<double*>a.data)[0] = 1.0
+    return a
+
+
+def return_pyarray_empty(x):
+    """NumPy from Cython through its C API: PyArray_EMPTY."""
+    cdef cnp.npy_intp n = 1
+    cdef cnp.ndarray a = cnp.PyArray_EMPTY(1, &n, cnp.NPY_FLOAT64, 0)
+    (<double*>a.data)[0] = 1.0
+    return a

@@ -11,6 +11,7 @@
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -63,7 +64,7 @@ inline PyTypeObject* ndarray_type = nullptr;
 
 // The DLPack dtype of a NumPy type number, or code 0xff where DLPack has none
 // that dlbridge reads directly (then __dlpack__ answers).
-inline DLDataType dtype_of(int type_num) {
+constexpr DLDataType dtype_of(int type_num) {
   auto integer = [](bool is_signed, std::size_t bytes) {
     return DLDataType{std::uint8_t(is_signed ? kDLInt : kDLUInt), std::uint8_t(8 * bytes), 1};
   };
@@ -114,14 +115,34 @@ inline bool borrow(PyObject* object, borrowed_array& out) {
   return true;
 }
 
-// The NumPy type number of a DLPack dtype, or -1 where NumPy has none.
-[[nodiscard]] inline int type_num_of(DLDataType type) {
+namespace detail {
+// type_num_of's answers, indexed by DLPack type code and log2 of the element's
+// bytes (1 to 16), worked out at compile time from dtype_of: a lookup on
+// every array returned like an ndarray, where searching dtype_of's cases
+// cost about 200 instructions a call. Where two type numbers share a
+// dtype (long and long long on LP64), the first listed wins: the C type
+// NumPy itself names the dtype by (int64 is NPY_LONG on Linux, NPY_LONGLONG
+// on Windows).
+inline constexpr auto type_nums = [] {
+  std::array<std::array<signed char, 5>, kDLBool + 1> table;
+  for (auto& row : table) row.fill(-1);
   for (int n : {NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT, NPY_UINT, NPY_LONG, NPY_ULONG,
                 NPY_LONGLONG, NPY_ULONGLONG, NPY_HALF, NPY_FLOAT, NPY_DOUBLE, NPY_CFLOAT, NPY_CDOUBLE}) {
     const DLDataType d = dtype_of(n);
-    if (d.code == type.code && d.bits == type.bits && d.lanes == type.lanes) return n;
+    signed char& slot = table[d.code][std::countr_zero(unsigned(d.bits / 8))];
+    if (slot < 0) slot = static_cast<signed char>(n);
   }
-  return -1;
+  return table;
+}();
+}  // namespace detail
+
+// The NumPy type number of a DLPack dtype, or -1 where NumPy has none.
+[[nodiscard]] inline int type_num_of(DLDataType type) {
+  const unsigned bytes = type.bits / 8u;
+  if (type.lanes != 1 || type.code >= detail::type_nums.size() || type.bits % 8 || !std::has_single_bit(bytes) ||
+      bytes > 16)
+    return -1;
+  return detail::type_nums[type.code][std::countr_zero(bytes)];
 }
 
 // A base-class ndarray on t's host memory, as NumPy's type `type_num`, read-

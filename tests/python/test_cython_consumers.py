@@ -643,6 +643,19 @@ def test_arrays_return_like_their_input(example):
     """)
 
 
+def test_returned_ndarrays_have_numpys_own_dtype(example):
+    # Each dtype NumPy has arrives as the type number NumPy itself gives it
+    # (int64 is NPY_LONG where long is 64-bit), on the same memory.
+    run(example, """
+        for name in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                     "float32", "float64", "complex64", "complex128"):
+            a = dlbridge.asarray(np.arange(3).astype(name))
+            r = ex.rewrapped_like(a, np.zeros(1))
+            assert type(r) is np.ndarray and r.dtype.num == np.dtype(name).num, (name, r.dtype.num)
+            assert r.ctypes.data == a.data_ptr and r.tolist() == a.tolist(), name
+    """)
+
+
 def test_returned_arrays_are_truthful(example):
     # What a library cannot hold as it is, it does not get: device memory is
     # not NumPy's, read-only data not PyTorch's, bfloat16 not NumPy's dtype.

@@ -292,6 +292,12 @@ def counts(int64_t n, like):
     return wrap_like(t, like)
 
 
+def rewrapped_like(Array a, like):
+    """a's memory (shared) as an array of like's kind: every dtype's route."""
+    cdef cpp.tensor t = a.t
+    return wrap_like(t, like)
+
+
 def bytes_view(bytes data):
     """A read-only 1-D uint8 Array on the memory of `data`, without a copy.
     The Array holds a reference to `data` until its memory is released."""
