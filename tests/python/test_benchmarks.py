@@ -79,7 +79,7 @@ def check_row(name, cells, may_skip=False, stdout=""):
     if verdict == "info":
         assert goal == "-"
     else:
-        assert re.fullmatch(r"(<=|>=) \d+(\.\d+)?( ns)?", goal), (name, goal)
+        assert re.fullmatch(r"(<=|>=) -?\d+(\.\d+)?( ns)?", goal), (name, goal)
 
 
 @pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
