@@ -106,7 +106,7 @@ class array_argument {
   array_argument() = default;
 
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
-  array_argument(PyObject* object, const char* function, const char* name) {
+  array_argument(PyObject* object, const char* function, const char* name) : object_(object) {
     // A NULL object from a call that failed: its exception is set, and no
     // Python code may run (get_argument_api imports) before it is raised.
     if (!object && PyErr_Occurred()) throw python_error_already_set{};
@@ -131,7 +131,7 @@ class array_argument {
   // that converts to a view's without loss (dlb::can_cast_safely; the first
   // such view in order), or no array at all (a list, as asarray reads it).
   // Never to another device; another loss of precision is TypeError.
-  array_argument(PyObject* object, const char* function, const char* name, copy_if_needed_t) {
+  array_argument(PyObject* object, const char* function, const char* name, copy_if_needed_t) : object_(object) {
     static_assert((Views::readonly && ...),
                   "dlb::python::copy_if_needed: the views must be read-only (dlb::ro or a const element type): "
                   "a kernel's writes to a copy would never reach the caller's array");
@@ -146,8 +146,9 @@ class array_argument {
   array_argument(const array_argument&) = delete;
   array_argument& operator=(const array_argument&) = delete;
   array_argument(array_argument&& other) noexcept
-      : owner_(std::exchange(other.owner_, nullptr)), view_(other.view_) {}
+      : object_(other.object_), owner_(std::exchange(other.owner_, nullptr)), view_(other.view_) {}
   array_argument& operator=(array_argument&& other) noexcept {
+    object_ = other.object_;
     std::swap(owner_, other.owner_);
     view_ = other.view_;
     return *this;
@@ -196,6 +197,12 @@ class array_argument {
   // The dtype of the view held.
   [[nodiscard]] dlb::dtype dtype() const noexcept { return dtypes[index()]; }
 
+  // The object the argument was made from, borrowed: the caller's own (not a
+  // copy that copy_if_needed made), alive for the call that received it; for
+  // to_python_like(result, argument.object()), a result in the caller's
+  // currency. NULL for a default-constructed argument.
+  [[nodiscard]] PyObject* object() const noexcept { return object_; }
+
  private:
   // Takes the view of a validated tensor and the reference `owner` (or
   // nullptr): kept on success, released when the views' demands are unmet.
@@ -221,6 +228,7 @@ class array_argument {
     }
   }
 
+  PyObject* object_ = nullptr;  // borrowed
   PyObject* owner_ = nullptr;
   storage view_{};
 };

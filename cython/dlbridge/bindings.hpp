@@ -1,24 +1,43 @@
 // What dlbridge's nanobind and pybind11 casters share (nanobind.hpp,
-// pybind11.hpp): the signature text of a view type, built at compile time
-// for the tools' compile-time descriptors, and the borrow that either takes
-// an argument or lets the tool try its next overload.
+// pybind11.hpp): the signature text of a parameter's view types, built at
+// compile time for the tools' compile-time descriptors, the borrow that
+// either takes an argument or lets the tool try its next overload, and the
+// result returned in the currency of an input (dlb::python::like).
 #pragma once
 
 #include <Python.h>
 
 #include <cstddef>
-#include <cstdint>
 #include <optional>
 #include <string_view>
 
 #include "dlbridge/argument.hpp"
+#include "dlbridge/python.hpp"
+#include "dlbridge/returns.hpp"
+#include "dlbridge/tensor.hpp"
 #include "dlbridge/view.hpp"
+
+namespace dlb::python {
+
+// A bound function's result in the currency of one of its inputs, through
+// to_python_like: a NumPy array for an ndarray, a torch.Tensor for a tensor...
+//
+//   return dlb::python::like{std::move(out), image.object()};
+//
+// (Rather than to_python_like in the function: its Python exception would
+// reach the caller as the tool's RuntimeError for a C++ exception.)
+struct like {
+  tensor array;
+  PyObject* object;  // borrowed: an input, alive for the call (array_argument::object())
+};
+
+}  // namespace dlb::python
 
 namespace dlb::python::bindings {
 
 namespace detail {
 
-// Text sinks for write_annotation: one counts, then one of that size keeps.
+// Text sinks for write_description: one counts, then one of that size keeps.
 // (No constexpr std::string: GCC 12 refuses its short-string buffer in
 // constant expressions.)
 struct text_length {
@@ -35,64 +54,37 @@ struct fixed_text {
   }
 };
 
-template <class Out>
-constexpr void put_decimal(Out& out, std::int64_t n) {
-  char digits[20]{};
-  std::size_t first = sizeof digits;
-  do {
-    digits[--first] = char('0' + n % 10);
-    n /= 10;
-  } while (n > 0);
-  out.put({digits + first, sizeof digits - first});
-}
-
-// The demands of View in the words of its errors, as a type annotation:
-// typing.Annotated[typing.Any, "float32[*, *] C-contiguous cpu read-only"].
+// The demands of Views in dlb::describe's words (write_description, their
+// one home), as a type annotation:
+// typing.Annotated[typing.Any, "(float32 | float64)[*, *] C-contiguous cpu read-only"].
 // typing.Any, as nanobind's stub generator writes nanobind's own ArrayLike:
 // any producer dlbridge reads, which no Python type names.
-template <class View, class Out>
+template <class... Views, class Out>
 constexpr void write_annotation(Out& out) {
+  const requirements all[] = {Views::demands()...};
   out.put("typing.Annotated[typing.Any, \"");
-  // The table's name, without name(dtype)'s null-pointer test, which GCC
-  // does not evaluate at compile time under -fsanitize=undefined.
-  for (const auto& info : dtype_table)
-    if (info.type == View::dtype) out.put(info.name);
-  out.put("[");
-  for (std::size_t i = 0; i < View::static_extents.size(); ++i) {
-    if (i) out.put(", ");
-    if (View::static_extents[i] == any_extent)
-      out.put("*");
-    else
-      put_decimal(out, View::static_extents[i]);
-  }
-  out.put("]");
-  if constexpr (View::order == memory_order::c) out.put(" C-contiguous");
-  if constexpr (View::order == memory_order::f) out.put(" Fortran-contiguous");
-  if constexpr (View::order == memory_order::any) out.put(" contiguous");
-  if constexpr (View::has_device) {
-    out.put(" ");
-    out.put(name(View::device_type));
-  }
-  out.put(View::readonly ? " read-only\"]" : " writable\"]");
+  write_description(out, all);
+  out.put("\"]");
 }
 
-template <class View>
+template <class... Views>
 [[nodiscard]] consteval auto fixed_annotation() {
   constexpr std::size_t size = [] {
     text_length length;
-    write_annotation<View>(length);
+    write_annotation<Views...>(length);
     return length.size;
   }();
   fixed_text<size> out;
-  write_annotation<View>(out);
+  write_annotation<Views...>(out);
   return out;
 }
 
 }  // namespace detail
 
-// The signature text of a view parameter: const_name(signature<View>.text).
-template <class View>
-inline constexpr auto signature = detail::fixed_annotation<View>();
+// The signature text of a parameter taking Views (one view, or the views of
+// an array_argument): const_name(signature<Views...>.text).
+template <class... Views>
+inline constexpr auto signature = detail::fixed_annotation<Views...>();
 
 // Makes `out` the argument `object` (of a bound function: the tools do not
 // name functions and arguments to their casters), or answers false with no
@@ -106,6 +98,18 @@ template <class Argument>
   } catch (...) {
     PyErr_Clear();  // (for python_error_already_set; a mismatch sets none)
     return false;
+  }
+}
+
+// A result made by make() (a new reference), or NULL with the Python
+// exception of its failure set, for the casters' conversions to Python.
+template <class Make>
+[[nodiscard]] PyObject* result(Make&& make) noexcept {
+  try {
+    return make();
+  } catch (...) {
+    raise_python_error();
+    return nullptr;
   }
 }
 

@@ -1,15 +1,18 @@
-// dlbridge's types as nanobind parameters (optional: include it after
-// nanobind.h in a nanobind module; docs/cpp-guide.md, "nanobind and pybind11").
+// dlbridge's types as nanobind parameters and results (optional: include it
+// after nanobind.h in a nanobind module; docs/cpp-guide.md, "nanobind and pybind11").
 //
 //   m.def("row_sums", [](dlb::view<const float, dlb::ndim<2>, dlb::cpu> x) { ... }, nb::arg("x"));
 //
-// A dlb::view parameter (by value or const&) is checked by dlbridge's
-// converter (exchange tables, read-only safety) and seen without a copy for
-// the length of the call. An input that does not fit lets nanobind try the
-// next overload, and then raise its "incompatible function arguments". The
-// signature (and nanobind's stubgen) shows the view's demands:
+// A dlb::view parameter (by value or const&), or a const& to a
+// dlb::python::array_argument<Views...> (one of several dtypes), is checked
+// by dlbridge's converter (exchange tables, read-only safety) and seen
+// without a copy for the length of the call. An input that does not fit lets
+// nanobind try the next overload, and then raise its "incompatible function
+// arguments". The signature (and nanobind's stubgen) shows the demands, in
+// dlb::describe's words:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
-// A dlb::tensor result is returned as a dlbridge.Array on its memory.
+// A dlb::tensor result is returned as a dlbridge.Array on its memory, a
+// dlb::python::like result in the currency of its input.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -17,7 +20,6 @@
 #include <optional>
 
 #include "dlbridge/bindings.hpp"
-#include "dlbridge/returns.hpp"
 
 namespace nanobind::detail {
 
@@ -39,6 +41,22 @@ struct type_caster<dlb::view<T, Constraints...>> {
   std::optional<dlb::python::array_argument<view_type>> argument;
 };
 
+template <class... Views>
+struct type_caster<dlb::python::array_argument<Views...>> {
+  using Value = dlb::python::array_argument<Views...>;
+  static constexpr auto Name = const_name(dlb::python::bindings::signature<Views...>.text);
+  // Taken by const reference: an argument is not copied.
+  template <class> using Cast = const Value&;
+  template <class> static constexpr bool can_cast() { return true; }
+
+  bool from_python(handle src, uint32_t, cleanup_list*) noexcept {
+    return dlb::python::bindings::borrow(argument, src.ptr());
+  }
+  explicit operator const Value&() const { return *argument; }
+
+  std::optional<Value> argument;
+};
+
 template <>
 struct type_caster<dlb::tensor> {
   NB_TYPE_CASTER(dlb::tensor, const_name("dlbridge.Array"))
@@ -49,12 +67,18 @@ struct type_caster<dlb::tensor> {
   // A new reference, or an empty handle with the Python exception set,
   // which nanobind raises as it is.
   static handle from_cpp(dlb::tensor t, rv_policy, cleanup_list*) noexcept {
-    try {
-      return dlb::python::to_python(std::move(t));
-    } catch (...) {
-      dlb::python::raise_python_error();
-      return handle();
-    }
+    return dlb::python::bindings::result([&] { return dlb::python::to_python(std::move(t)); });
+  }
+};
+
+template <>
+struct type_caster<dlb::python::like> {
+  NB_TYPE_CASTER(dlb::python::like, const_name("typing.Any"))
+
+  bool from_python(handle, uint32_t, cleanup_list*) noexcept = delete;
+
+  static handle from_cpp(dlb::python::like r, rv_policy, cleanup_list*) noexcept {
+    return dlb::python::bindings::result([&] { return dlb::python::to_python_like(std::move(r.array), r.object); });
   }
 };
 

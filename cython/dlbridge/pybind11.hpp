@@ -1,15 +1,17 @@
-// dlbridge's types as pybind11 parameters (optional: include it after
-// pybind11.h in a pybind11 module; docs/cpp-guide.md, "nanobind and pybind11").
+// dlbridge's types as pybind11 parameters and results (optional: include it
+// after pybind11.h in a pybind11 module; docs/cpp-guide.md, "nanobind and pybind11").
 //
 //   m.def("row_sums", [](dlb::view<const float, dlb::ndim<2>, dlb::cpu> x) { ... }, py::arg("x"));
 //
-// A dlb::view parameter (by value or const&) is checked by dlbridge's
-// converter (exchange tables, read-only safety) and seen without a copy for
-// the length of the call. An input that does not fit lets pybind11 try the
-// next overload, and then raise its "incompatible function arguments". The
-// signature shows the view's demands:
+// A dlb::view parameter (by value or const&), or a const& to a
+// dlb::python::array_argument<Views...> (one of several dtypes), is checked
+// by dlbridge's converter (exchange tables, read-only safety) and seen
+// without a copy for the length of the call. An input that does not fit lets
+// pybind11 try the next overload, and then raise its "incompatible function
+// arguments". The signature shows the demands, in dlb::describe's words:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
-// A dlb::tensor result is returned as a dlbridge.Array on its memory.
+// A dlb::tensor result is returned as a dlbridge.Array on its memory, a
+// dlb::python::like result in the currency of its input.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -17,7 +19,6 @@
 #include <optional>
 
 #include "dlbridge/bindings.hpp"
-#include "dlbridge/returns.hpp"
 
 namespace pybind11::detail {
 
@@ -40,6 +41,20 @@ struct type_caster<dlb::view<T, Constraints...>> {
   std::optional<dlb::python::array_argument<view_type>> argument;
 };
 
+template <class... Views>
+struct type_caster<dlb::python::array_argument<Views...>> {
+  using Value = dlb::python::array_argument<Views...>;
+  static constexpr auto name = const_name(dlb::python::bindings::signature<Views...>.text);
+  // Taken by const reference: an argument is not copied.
+  template <class> using cast_op_type = const Value&;
+
+  bool load(handle src, bool) { return dlb::python::bindings::borrow(argument, src.ptr()); }
+  operator const Value&() const { return *argument; }
+
+ private:
+  std::optional<Value> argument;
+};
+
 template <>
 struct type_caster<dlb::tensor> {
   PYBIND11_TYPE_CASTER(dlb::tensor, const_name("dlbridge.Array"));
@@ -49,12 +64,22 @@ struct type_caster<dlb::tensor> {
 
   // A new reference; the Python exception of a failure is raised as it is.
   static handle cast(dlb::tensor t, return_value_policy, handle) {
-    try {
-      return dlb::python::to_python(std::move(t));
-    } catch (...) {
-      dlb::python::raise_python_error();
-      throw error_already_set();
-    }
+    if (PyObject* out = dlb::python::bindings::result([&] { return dlb::python::to_python(std::move(t)); })) return out;
+    throw error_already_set();
+  }
+};
+
+template <>
+struct type_caster<dlb::python::like> {
+  PYBIND11_TYPE_CASTER(dlb::python::like, const_name("typing.Any"));
+
+  bool load(handle, bool) = delete;
+
+  static handle cast(dlb::python::like r, return_value_policy, handle) {
+    if (PyObject* out = dlb::python::bindings::result(
+            [&] { return dlb::python::to_python_like(std::move(r.array), r.object); }))
+      return out;
+    throw error_already_set();
   }
 };
 

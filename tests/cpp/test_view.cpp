@@ -12,6 +12,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -214,6 +215,35 @@ TEST_CASE("view: describe renders each demand of a view type, in one line") {
   const std::int64_t first[] = {4};
   CHECK(describe(dlb::requirements{i32, 2, first, dlb::memory_order::none, false, dlb::kDLCPU, true}) ==
         "int32[4, *] writable");
+}
+
+// A sink that write_description fills in a constant expression.
+struct fixed_sink {
+  char text[128]{};
+  std::size_t size = 0;
+  constexpr void put(std::string_view s) {
+    for (char c : s) text[size++] = c;
+  }
+};
+
+template <class... Views>
+constexpr fixed_sink written() {
+  fixed_sink out;
+  const dlb::requirements all[] = {Views::demands()...};
+  dlb::write_description(out, all);
+  return out;
+}
+
+TEST_CASE("view: write_description writes describe's words at compile time (the casters' signatures)") {
+  using image32 = dlb::view<const float, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+  using image64 = dlb::view<const double, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
+  using rgb = dlb::view<std::uint8_t, dlb::shape<any_extent, any_extent, 3>>;
+  constexpr auto one = written<rgb>();
+  constexpr auto two = written<image32, image64>();
+  constexpr auto mixed = written<image32, rgb>();
+  CHECK(std::string_view(one.text, one.size) == dlb::describe<rgb>());
+  CHECK(std::string_view(two.text, two.size) == dlb::describe<image32, image64>());
+  CHECK(std::string_view(mixed.text, mixed.size) == dlb::describe<image32, rgb>());
 }
 
 TEST_CASE("view: describe of several view types groups the dtypes where only they differ") {

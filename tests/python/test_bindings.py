@@ -1,10 +1,11 @@
 """dlbridge's nanobind and pybind11 casters (dlbridge/nanobind.hpp, dlbridge/pybind11.hpp).
 
 tests/downstream/bindings builds one module per tool (dlb_nanobind,
-dlb_pybind11) binding the same kernels (kernels.hpp) with dlb::view
-parameters, against the INSTALLED dlbridge and the nanobind and pybind11 from
-PyPI; dlb::tensor results become dlbridge.Arrays. Each test runs against both
-modules, imported here.
+dlb_pybind11) binding the same kernels (kernels.hpp) with dlb::view and
+dlb::python::array_argument parameters, against the INSTALLED dlbridge and
+the nanobind and pybind11 from PyPI; dlb::tensor results become
+dlbridge.Arrays, dlb::python::like results the caller's kind of array. Each
+test runs against both modules, imported here.
 """
 import ctypes
 import importlib
@@ -70,6 +71,9 @@ SIGNATURES = {
     "fill_rgb": ['image: typing.Annotated[typing.Any, "uint8[*, *, 3] cpu writable"]'],
     "lower_left": ['x: typing.Annotated[typing.Any, "float64[2, *] Fortran-contiguous cpu read-only"]'],
     "last": ['x: typing.Annotated[typing.Any, "int64[*] contiguous cpu read-only"]'],
+    # An array_argument names its whole set, in dlb::describe's words.
+    "sum": ['x: typing.Annotated[typing.Any, "(float32 | float64)[*, *] C-contiguous cpu read-only"]'],
+    "twice": ['x: typing.Annotated[typing.Any, "(float32 | float64)[*, *] C-contiguous cpu read-only"]'],
 }
 
 
@@ -92,6 +96,7 @@ def test_nanobind_stubgen_writes_the_demands(build_folder, tmp_path):
     assert ('def fill_rgb(image: Annotated[Any, "uint8[*, *, 3] cpu writable"], r: int, g: int, b: int) -> None: ...'
             in stub), stub
     assert "import dlbridge" in stub and 'float32[*] cpu read-only"]) -> dlbridge.Array: ...' in stub, stub
+    assert 'def twice(x: Annotated[Any, "(float32 | float64)[*, *] C-contiguous cpu read-only"]) -> Any: ...' in stub
 
 
 def producers():
@@ -115,6 +120,55 @@ def test_each_overload_is_reached_from_every_producer(m):
                 continue  # JAX makes float64 only with jax_enable_x64
             assert m.total(make(values, dtype)) == (dtype, 21.5), (name, dtype)
             assert m.total(x=make(values, dtype)) == (dtype, 21.5), (name, dtype)
+
+
+def test_one_overload_takes_either_dtype_from_every_producer(m):
+    values = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]
+    for name, make in producers():
+        for dtype in ("float32", "float64"):
+            if name == "jax" and dtype == "float64":
+                continue  # JAX makes float64 only with jax_enable_x64
+            assert m.sum(make(values, dtype)) == (dtype, 21.5), (name, dtype)
+            assert m.sum(x=make(values, dtype)) == (dtype, 21.5), (name, dtype)
+        # A dtype of none of the views: the tool's TypeError, nothing left set.
+        with pytest.raises(TypeError, match=r"^sum\(\): incompatible function arguments") as caught:
+            m.sum(make([[1, 2]], "int32"))
+        assert caught.value.__cause__ is None and caught.value.__context__ is None, name
+    for _, function, args in unmet_calls():
+        if function == "total":  # (sum demands what total's overloads do)
+            with pytest.raises(TypeError, match=r"^sum\(\): incompatible function arguments"):
+                m.sum(*args)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        m.sum(y=np.ones((1, 1)))
+    assert m.sum(np.ones((1, 1), np.float32)) == ("float32", 1.0)
+
+
+def test_like_results_are_the_callers_kind_of_array(m):
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    kinds = {"numpy": np.ndarray, "torch": torch.Tensor, "jax": jax.Array, "dlbridge": dlbridge.Array,
+             "memoryview": dlbridge.Array}  # (no from_dlpack on memoryview: dlbridge's own)
+    for name, make in producers():
+        for dtype in ("float32", "float64"):
+            if name == "jax" and dtype == "float64":
+                continue
+            out, address = m.twice_at(make([[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]], dtype))
+            assert isinstance(out, kinds[name]) and (name == "jax" or type(out) is kinds[name]), (name, type(out))
+            assert sys.getrefcount(out) == 2, name  # the caller's alone (and getrefcount's)
+            host = np.from_dlpack(out)
+            assert host.dtype == np.dtype(dtype) and host.tolist() == [[2, 4, 6], [8, 10, 13]], (name, dtype)
+            # Zero copy: the result is on the memory the kernel wrote.
+            assert host.__array_interface__["data"][0] == address, (name, dtype)
+    assert type(m.twice(np.ones((0, 3)))) is np.ndarray
+    # A like result holding nothing: to_python_like's ValueError, raised as it is.
+    with pytest.raises(ValueError) as caught:
+        m.nothing_like(np.ones((1, 1)))
+    assert str(caught.value) == NOTHING_LIKE
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+NOTHING_LIKE = ("to_python_like: expected a dlb::tensor holding an array, got an empty one "
+                "(default-constructed or moved from)")
 
 
 def test_writes_reach_the_callers_memory(m):
@@ -206,11 +260,11 @@ def test_arguments_hold_no_reference_after_the_call(m):
               memoryview(np.ones((2, 3), np.float32)), jnp.ones((2, 3), jnp.float32), np.ones((2, 3), np.int32)):
         before = sys.getrefcount(x)
         for _ in range(1000):
-            try:
-                m.total(x)
-                m.scale(x, 1.0)
-            except TypeError:
-                pass  # refused: the reference taken for the check is released too
+            for call in (m.total, m.sum, m.twice, lambda x: m.scale(x, 1.0)):
+                try:
+                    call(x)
+                except TypeError:
+                    pass  # refused: the reference taken for the check is released too
         assert sys.getrefcount(x) == before, type(x)
 
 
@@ -237,7 +291,7 @@ def test_cpp_guide_quotes_the_modules():
     section = guide.split("## nanobind and pybind11\n", 1)[1].split("\n## ", 1)[0]
     sources = "\n".join((SOURCE / name).read_text() for name in ("kernels.hpp", "dlb_nanobind.cpp"))
     blocks = section.split("```cpp\n")[1:]
-    assert len(blocks) == 4
+    assert len(blocks) == 6
     for block in blocks:
         code = block.split("```", 1)[0]
         assert code in sources, f"docs/cpp-guide.md quotes code that tests/downstream/bindings does not have:\n{code}"

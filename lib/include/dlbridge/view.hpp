@@ -207,7 +207,7 @@ class view {
   static constexpr DLDeviceType device_type = config::device_type;
 
   // What dlb::check demands of a tensor for it to be seen through this type.
-  [[nodiscard]] static requirements demands() {
+  [[nodiscard]] static constexpr requirements demands() {
     return {dtype, rank, {static_extents.data(), static_extents.size()}, order, has_device, device_type, !readonly};
   }
 

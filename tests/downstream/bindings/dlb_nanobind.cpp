@@ -20,4 +20,9 @@ NB_MODULE(dlb_nanobind, m) {
   m.def("last", &kernels::last, nb::arg("x"));
   m.def("doubled", &kernels::doubled, nb::arg("x"));
   m.def("nothing", &kernels::nothing);
+  // One overload for two dtypes, returning the caller's kind of array.
+  m.def("sum", &kernels::sum, nb::arg("x"));
+  m.def("twice", &kernels::twice, nb::arg("x"));
+  m.def("twice_at", &kernels::twice_at, nb::arg("x"));
+  m.def("nothing_like", &kernels::nothing_like, nb::arg("x"));
 }

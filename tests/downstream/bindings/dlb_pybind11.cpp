@@ -19,4 +19,9 @@ PYBIND11_MODULE(dlb_pybind11, m) {
   m.def("last", &kernels::last, py::arg("x"));
   m.def("doubled", &kernels::doubled, py::arg("x"));
   m.def("nothing", &kernels::nothing);
+  // One overload for two dtypes, returning the caller's kind of array.
+  m.def("sum", &kernels::sum, py::arg("x"));
+  m.def("twice", &kernels::twice, py::arg("x"));
+  m.def("twice_at", &kernels::twice_at, py::arg("x"));
+  m.def("nothing_like", &kernels::nothing_like, py::arg("x"));
 }

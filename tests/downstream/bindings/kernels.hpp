@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
+#include <dlbridge/bindings.hpp>
 #include <dlbridge/tensor.hpp>
 #include <dlbridge/view.hpp>
 
@@ -52,6 +54,36 @@ inline dlb::tensor doubled(dlb::view<const float, dlb::ndim<1>, dlb::cpu> x) {
   for (std::int64_t i = 0; i < n; ++i) y(i) = 2 * x(i);
   return out;
 }
+
+// One function for float32 and float64: the view of the input's dtype.
+using real_matrix = dlb::python::array_argument<matrix<float>, matrix<double>>;
+
+inline std::pair<std::string, double> sum(const real_matrix& x) {
+  return x.visit([](const auto& v) { return total(v); });
+}
+
+// A new array of x's dtype, twice x, returned as the caller's kind of array.
+inline dlb::python::like twice(const real_matrix& x) {
+  dlb::tensor out = x.visit([](const auto& v) {
+    dlb::tensor out = dlb::python::zeros_like(v);
+    using T = typename std::remove_cvref_t<decltype(v)>::value_type;
+    const auto y = dlb::view<T, dlb::ndim<2>, dlb::cpu>::from(out.dltensor());
+    for (std::int64_t i = 0; i < v.shape(0); ++i)
+      for (std::int64_t j = 0; j < v.shape(1); ++j) y(i, j) = 2 * v(i, j);
+    return out;
+  });
+  return {std::move(out), x.object()};
+}
+
+// twice's result and the address of the data it wrote (for the tests: no copy).
+inline std::pair<dlb::python::like, std::uintptr_t> twice_at(const real_matrix& x) {
+  dlb::python::like out = twice(x);
+  const auto data = reinterpret_cast<std::uintptr_t>(out.array.dltensor().data);
+  return {std::move(out), data};
+}
+
+// A like result holding nothing, which Python cannot be given.
+inline dlb::python::like nothing_like(const real_matrix& x) { return {dlb::tensor{}, x.object()}; }
 
 // A tensor that holds nothing, which Python cannot be given.
 inline dlb::tensor nothing() { return {}; }
