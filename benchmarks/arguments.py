@@ -38,7 +38,8 @@ float64 (a float64 input: the second view) <= 1.1x the single-dtype converter.
 
 The kernel rows (issue 24) compare two real kernels written with Cython's
 typed memoryviews, with nanobind, and with dlbridge (the downstream package
-tests/downstream/kernels): the code lines each needs outside the kernel
+tests/downstream/kernels, and in C++ through dlbridge's nanobind casters):
+the code lines each needs outside the kernel
 loops (its glue; goal: dlbridge's Cython version has fewer than the
 memoryview version), and time per call on small NumPy inputs.
 
@@ -112,6 +113,7 @@ KERNELS = {
     "Cython typed memoryview": ("kernels_memoryview", SOURCE / "kernels_memoryview.pyx"),
     "nanobind nb::ndarray": ("kernels_nanobind", SOURCE / "kernels_nanobind.cpp"),
     "dlbridge, Cython": ("dlb_kernels", ROOT / "tests" / "downstream" / "kernels" / "dlb_kernels.pyx"),
+    "dlbridge, C++ with nanobind": ("kernels_dlbridge_nanobind", SOURCE / "kernels_dlbridge_nanobind.cpp"),
 }
 GLUE_GOAL = ("dlbridge, Cython", "Cython typed memoryview")  # fewer glue lines: a difference <= -1
 KERNEL_CALLS = ("corner_moravec(6x6 float32 ndarray)", "brighten_(4x4x3 uint8 ndarray)")
