@@ -398,8 +398,9 @@ MODULES = (dlbridge._array, dlbridge._types, dlbridge._dlpack)
 # Every module-level callable and class; a new one must be added here, and
 # so gets called below.
 REACHABLE = {
-    "dlbridge._array": {"Array", "DeviceType", "_Bytes", "_from_pickle", "_reads_ndarray_fields", "asarray",
-                        "build_info", "empty", "from_dlpack", "full", "get_copy_threads", "set_copy_threads", "zeros"},
+    "dlbridge._array": {"Array", "DeviceType", "_Bytes", "_HeldBuffer", "_from_pickle", "_reads_ndarray_fields",
+                        "asarray", "build_info", "empty", "from_dlpack", "full", "get_copy_threads",
+                        "set_copy_threads", "zeros"},
     "dlbridge._types": {"DType", "Device", "DeviceType", "as_device", "as_dtype"},
     "dlbridge._dlpack": set(),
 }
