@@ -108,6 +108,8 @@ using dlb::dtype_from_typestr;
 using dlb::typestr;
 using dlb::buffer_format;
 using dlb::dtype_of;  // with its specialisations
+using dlb::can_cast_safely;
+using dlb::dtype_choices;
 
 // dlbridge/layout.hpp
 using dlb::max_ndim;
@@ -147,6 +149,7 @@ using dlb::scalar;
 using dlb::load;
 using dlb::store;
 using dlb::fits;
+using dlb::fill;
 
 // dlbridge/convert.hpp
 using dlb::convert_fn;
@@ -162,6 +165,8 @@ using dlb::memory_order;
 using dlb::requirements;
 using dlb::check;
 using dlb::check_demands;
+using dlb::write_description;
+using dlb::describe;  // every overload: describe(requirements...), describe<Views...>()
 
 // dlbridge/view.hpp
 using dlb::shape;
