@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 import dlbridge
+from consumers import pip_install
 
 TEMPLATE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "template"
 GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython-guide.md"
@@ -20,18 +21,10 @@ DEMANDS = "float64[*] cpu read-only"
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory):
-    if not os.path.isdir(dlbridge.get_include()):
-        pytest.skip(f"dlbridge at {os.path.dirname(dlbridge.__file__)} is not an installed wheel: "
-                    f"the template builds against an installed dlbridge: pip install .")
     root = tmp_path_factory.mktemp("template")
     copy = root / "my-kernels"
     shutil.copytree(TEMPLATE, copy)  # as a user would: a copy, nowhere near this checkout
-    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
-           "--disable-pip-version-check", "--target", str(root / "target"),
-           f"--config-settings=build-dir={root / 'build'}", str(copy)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return root / "target"
+    return pip_install(copy, root)
 
 
 def run(target, code, *args):

@@ -17,6 +17,7 @@ import textwrap
 import pytest
 
 import dlbridge
+from consumers import INSTALLED, pip_install
 from gpu import needs_gpu
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "cython"
@@ -24,32 +25,11 @@ PACKAGE = pathlib.Path(os.path.abspath(dlbridge.__file__)).parent
 
 GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython-guide.md"
 
-# A source tree (an editable install, or the build folder on PYTHONPATH) has
-# no headers beside the package: the example needs `pip install .` first.
-INSTALLED = os.path.isdir(dlbridge.get_include())
-
-
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
     """pip-installs the example into a fresh folder; returns (target, build folder)."""
-    if not INSTALLED:
-        pytest.skip(f"dlbridge at {PACKAGE} is not an installed wheel (no {dlbridge.get_include()}); "
-                    f"the Cython example builds against an installed dlbridge: pip install .")
     root = tmp_path_factory.mktemp("cython-example")
-    target, build = root / "target", root / "build"
-    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
-           "--disable-pip-version-check", "--target", str(target),
-           f"--config-settings=build-dir={build}", str(EXAMPLE)]
-    # tests/run's asan-python stage sanitizes the example too: dlbridge's headers
-    # (argument.hpp, view.hpp) run inside it. Not for misaligned references:
-    # typed views accept unaligned NumPy data (docs/hardening.md).
-    sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
-    if sanitize:
-        cmd[-1:-1] = [f"--config-settings=setup-args=-Db_sanitize={sanitize}",
-                      "--config-settings=setup-args=-Dcpp_args=-fno-sanitize-recover=all -fno-sanitize=alignment"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return target, build
+    return pip_install(EXAMPLE, root), root / "build"
 
 
 def run(example, code):

@@ -3,39 +3,26 @@ would, with dlbridge's Cython API (issue 24): a float32-or-float64 corner
 detector that returns a new array like its input, and an in-place
 H x W x 3 uint8 kernel. Built with pip against the INSTALLED dlbridge, then
 called with NumPy, PyTorch, JAX and dlbridge inputs."""
-import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 import dlbridge
+from consumers import pip_install
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "kernels"
 
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
-    if not os.path.isdir(dlbridge.get_include()):
-        pytest.skip(f"dlbridge at {os.path.dirname(dlbridge.__file__)} is not an installed wheel (no headers); "
-                    f"the kernels package builds against an installed dlbridge: pip install .")
-    root = tmp_path_factory.mktemp("kernels")
-    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
-           "--disable-pip-version-check", "--target", str(root / "target"),
-           f"--config-settings=build-dir={root / 'build'}", str(PACKAGE)]
-    sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
-    if sanitize:  # tests/run's asan-python stage (see test_cython_consumers.py)
-        cmd[-1:-1] = [f"--config-settings=setup-args=-Db_sanitize={sanitize}",
-                      "--config-settings=setup-args=-Dcpp_args=-fno-sanitize-recover=all -fno-sanitize=alignment"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    sys.path.insert(0, str(root / "target"))
+    target = pip_install(PACKAGE, tmp_path_factory.mktemp("kernels"))
+    sys.path.insert(0, str(target))
     try:
         import dlb_kernels
     finally:
-        sys.path.remove(str(root / "target"))
+        sys.path.remove(str(target))
     return dlb_kernels
 
 
