@@ -27,6 +27,8 @@ its ``.pxd`` files.
 
 ``python -m dlbridge stubs MODULE [-o DIR]`` writes a ``.pyi`` for an
 extension module whose functions take array arguments (dlbridge._signatures).
+``python -m dlbridge check --producer MODULE:FACTORY`` runs the DLPack
+conformance kit on a library (dlbridge.testing._report).
 """
 from __future__ import annotations
 
@@ -184,11 +186,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["stubs"]:
         from dlbridge._signatures import stubs_main
         return stubs_main(argv[1:])
+    if argv[:1] == ["check"]:
+        from dlbridge.testing._report import main as check_main
+        return check_main(argv[1:])
     info = dlbridge.build_info()
     cuda = f"CUDA {info['cuda_version']}" if info["cuda"] else "no CUDA backend"
     parser = argparse.ArgumentParser(prog="python -m dlbridge", description=__doc__.splitlines()[0],
                                      epilog="python -m dlbridge stubs MODULE [-o DIR] writes a .pyi for an extension "
-                                            "module whose functions take array arguments (stubs --help)")
+                                            "module whose functions take array arguments (stubs --help); "
+                                            "python -m dlbridge check --producer MODULE:FACTORY runs the DLPack "
+                                            "conformance kit on a library (check --help)")
     parser.add_argument("--version", action="version",
                         version=f"dlbridge {info['version']} (DLPack {info['dlpack_version']}, {info['compiler']}, "
                                 f"{info['cpp_std']}, {cuda})")

@@ -19,7 +19,7 @@ import pytest
 
 import dlbridge
 
-from dlpack_ctypes import ManagedTensor, Producer
+from dlbridge.testing._abi import ManagedTensor, Producer
 
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "bindings"
 INSTALLED = os.path.isdir(dlbridge.get_include())

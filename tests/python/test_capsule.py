@@ -1,7 +1,7 @@
 """dlbridge as a DLPack consumer, fed capsules built by hand with ctypes.
 
 Every tensor here is a DLManagedTensor[Versioned] made field by field
-(tests/python/dlpack_ctypes.py), so each rule of the DLPack 1.3 ABI and
+(dlbridge.testing._abi, the conformance kit's), so each rule of the DLPack 1.3 ABI and
 python_spec can be exercised exactly, including tensors no library would make.
 The deleter counts its calls: it must run exactly once, and only when the last
 dlbridge array (or view) on the tensor is gone.
@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 import dlbridge
-from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, INT32, DevicelessProducer, ManagedTensor, Producer,
+from dlbridge.testing._abi import (FLAG_IS_COPIED, FLAG_READ_ONLY, INT32, DevicelessProducer, ManagedTensor, Producer,
                            capsule_name, stray_deleter_calls)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -435,7 +435,7 @@ def test_capsule_with_a_null_name_is_a_clean_error():
     # Run in a child: a crash must fail this test, not the whole session.
     code = textwrap.dedent("""
         import dlbridge
-        from dlpack_ctypes import ManagedTensor, Producer, capsule_name
+        from dlbridge.testing._abi import ManagedTensor, Producer, capsule_name
         mt = ManagedTensor(range(3))
         producer = Producer(mt, name=None)
         assert capsule_name(producer.capsule) is None

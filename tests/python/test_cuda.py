@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlpack_ctypes import ManagedTensor, Producer
+from dlbridge.testing._abi import ManagedTensor, Producer
 from gpu import INFO, needs_no_gpu
 from test_errors import CudaInterface, on_cuda
 

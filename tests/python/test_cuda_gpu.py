@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlpack_ctypes import FLAG_IS_COPIED, Consumed
+from dlbridge.testing._abi import FLAG_IS_COPIED, Consumed
 from gpu import cuda_peer, needs_gpu, race_control
 
 torch = cuda_peer("torch")

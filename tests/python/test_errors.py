@@ -13,7 +13,7 @@ import pytest
 
 import dlbridge
 from dlbridge import Device
-from dlpack_ctypes import ManagedTensor, Producer, capsule_name
+from dlbridge.testing._abi import ManagedTensor, Producer, capsule_name
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -179,7 +179,7 @@ def test_null_capsule_name_message():
     # In a child: a crash must fail this test, not the whole session.
     code = textwrap.dedent("""
         import dlbridge
-        from dlpack_ctypes import ManagedTensor, Producer
+        from dlbridge.testing._abi import ManagedTensor, Producer
         mt = ManagedTensor(range(3))
         producer = Producer(mt, name=None)
         try:

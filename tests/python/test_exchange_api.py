@@ -3,7 +3,7 @@
 dlbridge's table (type(Array).__dlpack_c_exchange_api__) is driven slot by
 slot from C through ctypes: the table struct is read from the capsule, each
 slot is called through a C function pointer, and what comes back is read
-field by field with the independent ABI reading of dlpack_ctypes. Then
+field by field with the independent ABI reading of dlbridge.testing._abi. Then
 from_dlpack: it imports through a producer type's table when it has one (the
 capsule, or the DLPack 1.2 int), falls back to __dlpack__ otherwise, and
 takes real PyTorch tensors through PyTorch's own table.
@@ -15,104 +15,19 @@ import gc
 import re
 import sys
 import weakref
-from ctypes import (CFUNCTYPE, POINTER, PYFUNCTYPE, Structure, byref, c_char_p, c_int, c_int32, c_int64,
-                    c_void_p, py_object)
+from ctypes import POINTER, PYFUNCTYPE, byref, c_int, c_int64, c_void_p
 
 import numpy as np
 import pytest
 import torch
 
 import dlbridge
-from dlpack_ctypes import (FLAG_READ_ONLY, INT32, DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion,
-                           DLTensor, ManagedTensor)
+from dlbridge.testing._abi import (FLAG_READ_ONLY, INT32, SET_ERROR, SLOTS, DLDataType, DLDevice,
+                                   DLManagedTensorVersioned, DLPackExchangeAPI, DLTensor, ManagedTensor, Table, _api,
+                                   delete, exchange_capsule, shape_of, strides_of)
 from test_errors import exactly
 
-# -- the table, read from C ---------------------------------------------------
-
-
-class DLPackExchangeAPIHeader(Structure):
-    pass
-
-
-DLPackExchangeAPIHeader._fields_ = [("version", DLPackVersion), ("prev_api", POINTER(DLPackExchangeAPIHeader))]
-
-SLOTS = ("managed_tensor_allocator", "managed_tensor_from_py_object_no_sync",
-         "managed_tensor_to_py_object_no_sync", "dltensor_from_py_object_no_sync", "current_work_stream")
-
-
-class DLPackExchangeAPI(Structure):
-    _fields_ = [("header", DLPackExchangeAPIHeader)] + [(name, c_void_p) for name in SLOTS]
-
-
-assert ctypes.sizeof(DLPackExchangeAPIHeader) == 16
-assert ctypes.sizeof(DLPackExchangeAPI) == 56
-
 NO_GPU = dlbridge.build_info()["gpu_count"] == 0
-
-SET_ERROR = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
-ALLOCATOR_ARGS = (POINTER(DLTensor), POINTER(c_void_p), c_void_p, SET_ERROR)
-STREAM_ARGS = (c_int32, c_int32, POINTER(c_void_p))
-DELETER = CFUNCTYPE(None, c_void_p)
-
-# Our own handle on the C API: argtypes set here do not leak into other tests.
-_capi = ctypes.PyDLL(None)
-_capi.PyCapsule_GetPointer.restype = c_void_p
-_capi.PyCapsule_GetPointer.argtypes = [py_object, c_char_p]
-_capi.PyCapsule_New.restype = py_object
-_capi.PyCapsule_New.argtypes = [c_void_p, c_void_p, c_void_p]
-_capi.Py_DecRef.argtypes = [py_object]
-_capi.Py_DecRef.restype = None
-
-CAPSULE_NAME = ctypes.create_string_buffer(b"dlpack_exchange_api")  # static storage for PyCapsule_New
-
-
-class Table:
-    """An exchange table and its slots as callables. Slots taking Python
-    objects are called holding the GIL (PYFUNCTYPE: a pending exception is
-    raised after the call); `nogil` ones release it, as C code may."""
-
-    def __init__(self, capsule):
-        self.address = _capi.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
-        self.struct = DLPackExchangeAPI.from_address(self.address)
-        s = self.struct
-        self.allocate = PYFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator)
-        self.allocate_nogil = CFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator)
-        self.from_object = PYFUNCTYPE(c_int, py_object, POINTER(c_void_p))(s.managed_tensor_from_py_object_no_sync)
-        self.to_object = PYFUNCTYPE(c_int, c_void_p, POINTER(c_void_p))(s.managed_tensor_to_py_object_no_sync)
-        self.dltensor = PYFUNCTYPE(c_int, py_object, POINTER(DLTensor))(s.dltensor_from_py_object_no_sync)
-        self.stream = PYFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream)
-        self.stream_nogil = CFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream)
-
-    def managed(self, obj) -> DLManagedTensorVersioned:
-        out = c_void_p()
-        assert self.from_object(obj, byref(out)) == 0
-        return DLManagedTensorVersioned.from_address(out.value)
-
-    def wrap(self, address: int):
-        """managed_tensor_to_py_object_no_sync: the object, owning `address`."""
-        out = c_void_p()
-        assert self.to_object(address, byref(out)) == 0
-        return steal(out.value)
-
-
-def steal(address: int):
-    """The object behind a new reference handed out as a PyObject*."""
-    obj = ctypes.cast(address, py_object).value
-    _capi.Py_DecRef(obj)  # ctypes took its own reference
-    return obj
-
-
-def delete(managed: DLManagedTensorVersioned) -> None:
-    DELETER(managed.deleter)(ctypes.addressof(managed))
-
-
-def shape_of(t: DLTensor):
-    return tuple(t.shape[i] for i in range(t.ndim))
-
-
-def strides_of(t: DLTensor):
-    return tuple(t.strides[i] for i in range(t.ndim))
-
 
 OURS = Table(dlbridge.Array.__dlpack_c_exchange_api__)
 
@@ -564,7 +479,7 @@ def table_copy(major: int, prev_api=None):
     copy = DLPackExchangeAPI.from_buffer_copy(OURS.struct)
     copy.header.version.major = major
     copy.header.prev_api = prev_api
-    return _capi.PyCapsule_New(ctypes.addressof(copy), ctypes.addressof(CAPSULE_NAME), None), copy
+    return exchange_capsule(ctypes.addressof(copy)), copy
 
 
 def test_from_dlpack_falls_back_to_dunder_dlpack_for_another_major_version():
@@ -593,8 +508,8 @@ _ADDRESS = "__c_dlpack_exchange_api__ points at {:#x}, which cannot hold a DLPac
 
 
 @pytest.mark.parametrize("attributes, message", [
-    ({"__dlpack_c_exchange_api__": _capi.PyCapsule_New(OURS.address, None, None)}, _CAPSULE + "<capsule"),
-    ({"__dlpack_c_exchange_api__": _capi.PyCapsule_New(1, ctypes.addressof(CAPSULE_NAME), None)},
+    ({"__dlpack_c_exchange_api__": _api.PyCapsule_New(OURS.address, None, None)}, _CAPSULE + "<capsule"),
+    ({"__dlpack_c_exchange_api__": exchange_capsule(1)},
      "__dlpack_c_exchange_api__ points at 0x1, which cannot hold a DLPack exchange table"),
     ({"__dlpack_c_exchange_api__": "not a capsule"}, _CAPSULE + "'not a capsule'"),
     ({"__dlpack_c_exchange_api__": None, "__c_dlpack_exchange_api__": "1"}, _INT + "'1'"),
@@ -652,7 +567,7 @@ def test_a_prev_api_chain_is_walked_16_steps(length, usable):
     for table, below in zip(tables, tables[1:]):
         table.header.prev_api = ctypes.pointer(below.header)
     tables[-1].header.prev_api = ctypes.pointer(OURS.struct.header)
-    capsule = _capi.PyCapsule_New(ctypes.addressof(tables[0]), ctypes.addressof(CAPSULE_NAME), None)
+    capsule = exchange_capsule(ctypes.addressof(tables[0]))
     kind, x = producer({"__dlpack_c_exchange_api__": capsule})
     if usable:
         assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr and len(kind.calls) == 0

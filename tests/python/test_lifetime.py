@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlpack_ctypes import ManagedTensor, Producer
+from dlbridge.testing._abi import ManagedTensor, Producer
 from peers import numpy_from_dlpack_writable
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import dlbridge
 import test_errors
-from dlpack_ctypes import ManagedTensor, Producer, capsule_name
+from dlbridge.testing._abi import ManagedTensor, Producer, capsule_name
 from test_errors import CudaInterface, HostInterface, RawBuffer
 
 INT64_MAX = 2**63 - 1

@@ -11,7 +11,7 @@ import pytest
 
 import dlbridge
 from dlbridge import DeviceType
-from dlpack_ctypes import (FLAG_IS_COPIED, FLAG_READ_ONLY, Consumed, ManagedTensor, Producer,
+from dlbridge.testing._abi import (FLAG_IS_COPIED, FLAG_READ_ONLY, Consumed, ManagedTensor, Producer,
                            capsule_name)
 from gpu import NO_GPU
 from test_errors import exactly

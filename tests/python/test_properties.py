@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dlbridge
-from dlpack_ctypes import ManagedTensor, Producer
+from dlbridge.testing._abi import ManagedTensor, Producer
 from peers import numpy_from_dlpack_writable
 from test_errors import HostInterface
 

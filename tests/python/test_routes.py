@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlpack_ctypes import FLAG_IS_COPIED, DLManagedTensorVersioned
+from dlbridge.testing._abi import FLAG_IS_COPIED, DLManagedTensorVersioned
 from test_errors import exactly
 from test_exchange_api import CAPSULE_NAME, OURS, DLPackExchangeAPI, _capi, producer
 

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlpack_ctypes import ManagedTensor, Producer, stray_deleter_calls
+from dlbridge.testing._abi import ManagedTensor, Producer, stray_deleter_calls
 
 pytestmark = pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
                                 reason="under ASan, freed memory waits in its quarantine, so RSS grows")

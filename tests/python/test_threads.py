@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlpack_ctypes import Consumed, ManagedTensor, Producer, stray_deleter_calls
+from dlbridge.testing._abi import Consumed, ManagedTensor, Producer, stray_deleter_calls
 
 THREADS = 8
 SECONDS = 10.0

@@ -1,15 +1,17 @@
-"""DLPack structs and capsules built by hand with ctypes, for protocol tests.
+"""DLPack structs, capsules and exchange tables read and built by hand with ctypes.
 
 This module does not use dlbridge: it is an independent reading of the DLPack
-1.3 ABI (dlpack.h) and the DLPack Python capsule rules, so tests can build
-arbitrary (also invalid) tensors, count deleter calls, and read what
-dlbridge exports field by field.
+1.3 ABI (dlpack.h), the DLPack Python capsule rules and the C exchange API,
+so the conformance kit (and dlbridge's own tests) can build arbitrary (also
+invalid) tensors, count deleter calls, and read what any producer exports
+field by field.
 """
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32, c_int64, c_uint8,
+from ctypes import (CFUNCTYPE, POINTER, PYFUNCTYPE, Structure, byref, c_char_p, c_int, c_int32, c_int64, c_uint8,
                     c_uint16, c_uint32, c_uint64, c_void_p, py_object)
 
 # -- the ABI ------------------------------------------------------------------
@@ -80,6 +82,8 @@ _api.PyCapsule_SetName.restype = c_int
 _api.PyCapsule_SetName.argtypes = [py_object, c_void_p]
 _api.PyCapsule_IsValid.restype = c_int
 _api.PyCapsule_IsValid.argtypes = [py_object, c_char_p]
+_api.Py_DecRef.argtypes = [py_object]
+_api.Py_DecRef.restype = None
 
 # Capsule names need static storage: these buffers live as long as the module.
 _names: dict[bytes, ctypes.Array] = {}
@@ -266,22 +270,23 @@ class Consumed:
         d = self.tensor.device
         return (d.device_type, d.device_id)
 
-    def read(self, ctype=ctypes.c_double):
-        """The elements in C order, following shape, strides and byte_offset."""
+    def read(self, element=ctypes.c_double):
+        """The elements in C order, following shape, strides and byte_offset;
+        `element` is a ctypes type or the name of a dtype of DTYPES."""
+        if isinstance(element, str):
+            size, unpack = DTYPES[element][0][1] // 8, _unpackers[element]
+        else:
+            size, unpack = ctypes.sizeof(element), lambda address: element.from_address(address).value
         t = self.tensor
-        base = t.data + t.byte_offset
+        base = (t.data or 0) + t.byte_offset
         shape, strides = self.shape, self.strides
         if strides is None:
-            strides, step = [], 1
-            for extent in reversed(shape):
-                strides.insert(0, step)
-                step *= extent
-        size = ctypes.sizeof(ctype)
+            strides = c_order_strides(shape)
         out = []
 
         def walk(axis, offset):
             if axis == len(shape):
-                out.append(ctype.from_address(base + offset * size).value)
+                out.append(unpack(base + offset * size))
                 return
             for i in range(shape[axis]):
                 walk(axis + 1, offset + i * strides[axis])
@@ -294,3 +299,121 @@ class Consumed:
         self.released = True
         if self.managed.deleter:
             DELETER(self.managed.deleter)(self.address)
+
+
+def c_order_strides(shape) -> tuple[int, ...]:
+    """The element strides of a C-contiguous array of `shape`."""
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.insert(0, step)
+        step *= max(extent, 1)
+    return tuple(strides)
+
+
+# -- dtypes ---------------------------------------------------------------------
+
+# The dtypes the conformance kit asks factories for, by NumPy's name: their
+# DLDataType and the struct format of one element (little-endian; a complex
+# number is two floats).
+DTYPES: dict[str, tuple[tuple[int, int, int], str]] = {
+    "bool": ((6, 8, 1), "?"),
+    "int8": ((0, 8, 1), "b"), "int16": ((0, 16, 1), "h"), "int32": ((0, 32, 1), "i"), "int64": ((0, 64, 1), "q"),
+    "uint8": ((1, 8, 1), "B"), "uint16": ((1, 16, 1), "H"), "uint32": ((1, 32, 1), "I"),
+    "uint64": ((1, 64, 1), "Q"),
+    "float16": ((2, 16, 1), "e"), "float32": ((2, 32, 1), "f"), "float64": ((2, 64, 1), "d"),
+    "complex64": ((5, 64, 1), "2f"), "complex128": ((5, 128, 1), "2d"),
+}
+
+
+def _unpacker(fmt: str):
+    layout = struct.Struct("<" + fmt)
+    if fmt.startswith("2"):
+        return lambda address: complex(*layout.unpack(ctypes.string_at(address, layout.size)))
+    return lambda address: layout.unpack(ctypes.string_at(address, layout.size))[0]
+
+
+_unpackers = {name: _unpacker(fmt) for name, (_, fmt) in DTYPES.items()}
+
+
+def dtype_name(dtype: tuple[int, int, int]) -> str | None:
+    """The name in DTYPES of a (code, bits, lanes), or None."""
+    return next((name for name, (known, _) in DTYPES.items() if known == tuple(dtype)), None)
+
+
+# -- the C exchange API (DLPack 1.3) ----------------------------------------------
+
+
+class DLPackExchangeAPIHeader(Structure):
+    pass
+
+
+DLPackExchangeAPIHeader._fields_ = [("version", DLPackVersion), ("prev_api", POINTER(DLPackExchangeAPIHeader))]
+
+SLOTS = ("managed_tensor_allocator", "managed_tensor_from_py_object_no_sync",
+         "managed_tensor_to_py_object_no_sync", "dltensor_from_py_object_no_sync", "current_work_stream")
+
+
+class DLPackExchangeAPI(Structure):
+    _fields_ = [("header", DLPackExchangeAPIHeader)] + [(name, c_void_p) for name in SLOTS]
+
+
+assert ctypes.sizeof(DLPackExchangeAPIHeader) == 16
+assert ctypes.sizeof(DLPackExchangeAPI) == 56
+
+SET_ERROR = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
+ALLOCATOR_ARGS = (POINTER(DLTensor), POINTER(c_void_p), c_void_p, SET_ERROR)
+STREAM_ARGS = (c_int32, c_int32, POINTER(c_void_p))
+EXCHANGE_CAPSULE_NAME = b"dlpack_exchange_api"
+
+
+class Table:
+    """An exchange table and its slots as callables. Slots taking Python
+    objects are called holding the GIL (PYFUNCTYPE: a pending exception is
+    raised after the call); `nogil` ones release it, as C code may."""
+
+    def __init__(self, capsule):
+        self.address = _api.PyCapsule_GetPointer(capsule, EXCHANGE_CAPSULE_NAME)
+        self.struct = DLPackExchangeAPI.from_address(self.address)
+        s = self.struct
+        self.allocate = PYFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator)
+        self.allocate_nogil = CFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator)
+        self.from_object = PYFUNCTYPE(c_int, py_object, POINTER(c_void_p))(s.managed_tensor_from_py_object_no_sync)
+        self.to_object = PYFUNCTYPE(c_int, c_void_p, POINTER(c_void_p))(s.managed_tensor_to_py_object_no_sync)
+        self.dltensor = PYFUNCTYPE(c_int, py_object, POINTER(DLTensor))(s.dltensor_from_py_object_no_sync)
+        self.stream = PYFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream)
+        self.stream_nogil = CFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream)
+
+    def managed(self, obj) -> DLManagedTensorVersioned:
+        out = c_void_p()
+        assert self.from_object(obj, byref(out)) == 0
+        return DLManagedTensorVersioned.from_address(out.value)
+
+    def wrap(self, address: int):
+        """managed_tensor_to_py_object_no_sync: the object, owning `address`."""
+        out = c_void_p()
+        assert self.to_object(address, byref(out)) == 0
+        return steal(out.value)
+
+
+def exchange_capsule(address: int):
+    """A capsule named like an exchange table's, holding `address`."""
+    return _api.PyCapsule_New(address, _static_name(EXCHANGE_CAPSULE_NAME), None)
+
+
+def steal(address: int):
+    """The object behind a new reference handed out as a PyObject*."""
+    obj = ctypes.cast(address, py_object).value
+    _api.Py_DecRef(obj)  # ctypes took its own reference
+    return obj
+
+
+def delete(managed: DLManagedTensorVersioned) -> None:
+    DELETER(managed.deleter)(ctypes.addressof(managed))
+
+
+def shape_of(t: DLTensor):
+    return tuple(t.shape[i] for i in range(t.ndim))
+
+
+def strides_of(t: DLTensor):
+    return tuple(t.strides[i] for i in range(t.ndim))

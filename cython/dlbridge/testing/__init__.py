@@ -1,0 +1,132 @@
+"""dlbridge.testing: a DLPack conformance kit for any array library, and its pytest plugin.
+
+Each clause checks one requirement of the DLPack specification (or of the
+CUDA array interface, NumPy's array interface or the buffer protocol) on a
+library's arrays, and cites it. A library takes part through one of two
+callables (docs/check-your-library.md):
+
+- a FACTORY, called as ``FACTORY(shape, dtype, *, read_only=False)`` with
+  `shape` a tuple of ints and `dtype` a NumPy name such as ``"float32"``,
+  returns one of the library's arrays holding 0, 1, 2, ... in C order
+  (converted as NumPy's ``astype`` does: for bool, 0 is False and the rest
+  True): read-only data when `read_only` is true, otherwise the library's
+  usual array (writable where the library has writable arrays); the GPU
+  tier also passes ``device="cuda"``.
+  It raises NotImplementedError to decline a case;
+- a FUNCTION, called with a producer object, returns the library's array
+  made from it (the kit reads it back through DLPack or the buffer
+  protocol).
+
+Run the clauses with ``pytest -p dlbridge.testing --dlpack-producer
+MODULE:FACTORY`` (or ``--dlpack-consumer MODULE:FUNCTION``): one test per
+clause, ``dlpack::<clause id>``, marked ``dlpack``; a clause that does not
+apply is skipped with the reason. Or without pytest: ``python -m dlbridge
+check --producer MODULE:FACTORY``, or ``check(side, spec)`` here. Either
+way each subject runs in child processes, so a library that crashes or
+hangs on a clause fails that clause, not the run; ``check_producer`` and
+``check_consumer`` run in this process instead (for a debugger).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Iterable
+
+from dlbridge.testing._model import (FAIL, NOT_APPLICABLE, PASS, Clause, Consumer, Producer, Result, clauses, run)
+from dlbridge.testing._runner import SpecError, load, run_isolated
+
+__all__ = ["PASS", "FAIL", "NOT_APPLICABLE", "Clause", "Result", "SpecError", "clauses", "check", "check_producer",
+           "check_consumer"]
+
+
+def check(side: str, spec: str, *, timeout: float = 60.0) -> list[Result]:
+    """Every clause of `side` ("producer" or "consumer") on the callable that
+    `spec` ("MODULE:NAME") names, in child processes; `timeout` seconds per
+    clause. Raises SpecError when `spec` does not load."""
+    if side not in ("producer", "consumer"):
+        raise ValueError(f"expected side 'producer' or 'consumer', got {side!r}")
+    return run_isolated(side, spec, timeout=timeout)
+
+
+def check_producer(factory: Callable[..., Any], only: Iterable[str] | None = None) -> list[Result]:
+    """Every producer clause (or those of `only`) on `factory`, in this process."""
+    return list(run(Producer(factory, getattr(factory, "__qualname__", repr(factory))), only))
+
+
+def check_consumer(function: Callable[[Any], Any], only: Iterable[str] | None = None) -> list[Result]:
+    """Every consumer clause (or those of `only`) on `function`, in this process."""
+    return list(run(Consumer(function, getattr(function, "__qualname__", repr(function))), only))
+
+
+# -- the pytest plugin (pytest -p dlbridge.testing) ------------------------------------
+
+_OPTIONS = (("producer", "--dlpack-producer", "MODULE:FACTORY"), ("consumer", "--dlpack-consumer", "MODULE:FUNCTION"))
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("dlpack", "DLPack conformance kit (dlbridge.testing)")
+    for side, option, metavar in _OPTIONS:
+        group.addoption(option, action="append", default=[], metavar=metavar,
+                        help=f"run the kit's {side} clauses on this callable (repeatable)")
+    group.addoption("--dlpack-timeout", type=float, default=60.0, metavar="SECONDS",
+                    help="time each clause has before it fails as hung (default: 60)")
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "dlpack: a clause of dlbridge's DLPack conformance kit")
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    import pytest
+    item_type = _item_type()
+    for side, option, _ in _OPTIONS:
+        specs = config.getoption(option.lstrip("-").replace("-", "_"))
+        for spec in specs:
+            try:
+                load(spec)
+            except SpecError as error:
+                raise pytest.UsageError(f"{option}: {error}") from None
+            for c in clauses(side):
+                name = c.id if len(specs) == 1 else f"{c.id}[{spec}]"
+                item = item_type.from_parent(session, name=name, nodeid=f"dlpack::{name}", side=side, spec=spec,
+                                             clause=c)
+                item.add_marker("dlpack")
+                items.append(item)
+
+
+@functools.cache
+def _item_type() -> type:
+    import pytest
+
+    class ClauseFailed(Exception):
+        pass
+
+    class DLPackClause(pytest.Item):
+        """One clause of the kit on one subject; all the subject's clauses run
+        (in child processes) when its first item runs."""
+
+        def __init__(self, *, side: str, spec: str, clause: Clause, **kwargs):
+            super().__init__(**kwargs)
+            self.side, self.spec, self.clause = side, spec, clause
+
+        def runtest(self) -> None:
+            found = self.config.__dict__.setdefault("_dlbridge_kit_results", {})
+            if (self.side, self.spec) not in found:
+                timeout = self.config.getoption("dlpack_timeout")
+                found[self.side, self.spec] = {r.clause: r for r in run_isolated(self.side, self.spec,
+                                                                                 timeout=timeout)}
+            result = found[self.side, self.spec][self.clause.id]
+            if result.verdict == NOT_APPLICABLE:
+                pytest.skip(f"not applicable: {result.observed}")
+            if result.verdict == FAIL:
+                raise ClauseFailed(result)
+
+        def repr_failure(self, excinfo, style=None):
+            if isinstance(excinfo.value, ClauseFailed):
+                r = excinfo.value.args[0]
+                return f"{r.title}\nobserved: {r.observed}\n{r.source}: \"{r.cites}\""
+            return super().repr_failure(excinfo)
+
+        def reportinfo(self):
+            return self.path, None, f"dlpack {self.side} clause {self.clause.id} on {self.spec}"
+
+    return DLPackClause

@@ -1,0 +1,1 @@
+"""(clauses of this group: being written)"""

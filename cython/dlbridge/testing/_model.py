@@ -1,0 +1,180 @@
+"""The kit's model: clauses, their verdicts, and the two subjects they check.
+
+A clause is one requirement of the DLPack specification (or of the CUDA
+array interface, the array interface or the buffer protocol), checked by
+one function. The function receives the subject (a ``Producer`` or a
+``Consumer``) and returns what it observed when the requirement holds; it
+raises ``Failed`` with what it observed when it does not, and
+``NotApplicable`` when the subject has nothing the clause could check (the
+factory declined the case, the library has no exchange table). Anything
+else it raises is a failure too: a library that raises where the
+specification says it must not.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
+SIDES = ("producer", "consumer")
+
+
+class Failed(Exception):
+    """The clause does not hold; the message is what was observed."""
+
+
+class NotApplicable(Exception):
+    """The subject has nothing this clause checks; the message says why."""
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str          # "producer.capsule-name.max-version-none": stable, used as the test id
+    side: str        # "producer" or "consumer"
+    title: str       # what holds when the clause passes, in one line
+    source: str      # the document that requires it: "DLPack Python specification", "dlpack.h", ...
+    cites: str       # its sentence, quoted
+    tier: str        # "cpu", or "gpu": needs a CUDA device, not applicable without one
+    check: Callable[[Any], str] = dataclasses.field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A clause's verdict on one subject; the JSON schema of ``check --json``."""
+    clause: str
+    verdict: str     # PASS, FAIL or NOT_APPLICABLE
+    observed: str
+    title: str
+    source: str
+    cites: str
+
+
+CLAUSES: list[Clause] = []
+
+
+def clause(id: str, *, title: str, source: str, cites: str, tier: str = "cpu"):
+    """Registers the decorated function as the check of a clause; the side is
+    the first part of `id`."""
+    side = id.partition(".")[0]
+    assert side in SIDES and tier in ("cpu", "gpu"), (id, tier)
+    assert all(c.id != id for c in CLAUSES), f"two clauses {id}"
+
+    def register(check: Callable[[Any], str]) -> Callable[[Any], str]:
+        CLAUSES.append(Clause(id, side, title, source, cites, tier, check))
+        return check
+    return register
+
+
+def clauses(side: str) -> list[Clause]:
+    """Every clause of `side`, in the order of the report."""
+    from dlbridge.testing import _consumer, _exchange, _gpu, _interfaces, _producer  # noqa: F401  (they register)
+    return [c for c in CLAUSES if c.side == side]
+
+
+def describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def expected_values(shape: Iterable[int], dtype: str) -> list:
+    """What a factory's array holds, flattened in C order: 0, 1, 2, ... as
+    NumPy's astype(dtype) gives them (for bool, 0 is False, the rest True)."""
+    count = math.prod(shape)
+    if dtype == "bool":
+        return [i != 0 for i in range(count)]
+    if dtype.startswith("complex"):
+        return [complex(i) for i in range(count)]
+    if dtype.startswith("float"):
+        return [float(i) for i in range(count)]
+    return list(range(count))
+
+
+class Producer:
+    """The library under test as a producer: its FACTORY, called as
+    ``FACTORY(shape, dtype, *, read_only=False)`` and, in the GPU tier, with
+    ``device="cuda"`` too. A factory declines a case by raising
+    NotImplementedError, which makes the clause not applicable."""
+
+    side = "producer"
+
+    def __init__(self, factory: Callable[..., Any], name: str):
+        self.factory, self.name = factory, name
+
+    def make(self, shape: tuple[int, ...] = (2, 3), dtype: str = "float32", *, read_only: bool = False,
+             device: str | None = None) -> Any:
+        case = f"{dtype}{list(shape)}{' read-only' if read_only else ''}{' on ' + device if device else ''}"
+        keywords: dict[str, Any] = {"read_only": read_only}
+        if device is not None:
+            keywords["device"] = device
+        try:
+            return self.factory(tuple(shape), dtype, **keywords)
+        except NotImplementedError as error:
+            raise NotApplicable(f"the factory declines {case}" + (f": {error}" if str(error) else "")) from None
+        except TypeError as error:
+            if device is not None and "device" in str(error):
+                raise NotApplicable(f"the factory takes no device keyword ({describe(error)})") from None
+            raise
+
+
+    def make_any(self, *, read_only: bool = False) -> tuple[tuple[int, ...], str, Any]:
+        """(shape, dtype, array) of the first of a few small cases that the
+        factory makes, for clauses that need some array and not a given one."""
+        reasons = []
+        for shape, dtype in (((2, 3), "float32"), ((6,), "float32"), ((6,), "int32"), ((6,), "uint8")):
+            try:
+                return shape, dtype, self.make(shape, dtype, read_only=read_only)
+            except NotApplicable as reason:
+                reasons.append(str(reason))
+        raise NotApplicable("; ".join(reasons))
+
+
+class Consumer:
+    """The library under test as a consumer: its FUNCTION, called with a
+    producer object, returns the library's array made from it."""
+
+    side = "consumer"
+
+    def __init__(self, function: Callable[[Any], Any], name: str):
+        self.function, self.name = function, name
+
+    def consume(self, producer: Any) -> Any:
+        return self.function(producer)
+
+
+def gpu_unavailable() -> str | None:
+    """Why the GPU tier cannot run here, or None when a CUDA device is usable."""
+    import dlbridge
+    info = dlbridge.build_info()
+    if not info["cuda"]:
+        return "dlbridge was built without its CUDA backend"
+    if info["gpu_count"] == 0:
+        return "no CUDA device is usable here"
+    return None
+
+
+def run_clause(check: Clause, subject: Producer | Consumer) -> Result:
+    """The verdict of one clause on `subject`, found in this process."""
+    def result(verdict: str, observed: str) -> Result:
+        return Result(check.id, verdict, observed, check.title, check.source, check.cites)
+    if check.tier == "gpu":
+        reason = gpu_unavailable()
+        if reason:
+            return result(NOT_APPLICABLE, f"GPU tier: {reason}")
+    try:
+        return result(PASS, check.check(subject))
+    except NotApplicable as error:
+        return result(NOT_APPLICABLE, str(error))
+    except Failed as error:
+        return result(FAIL, str(error))
+    except Exception as error:  # the library raised where the clause expects it not to
+        return result(FAIL, f"raised {describe(error)}")
+
+
+def run(subject: Producer | Consumer, only: Iterable[str] | None = None) -> Iterator[Result]:
+    """The verdict of each clause of the subject's side, in order; `only`
+    restricts them to those ids."""
+    wanted = None if only is None else set(only)
+    for check in clauses(subject.side):
+        if wanted is None or check.id in wanted:
+            yield run_clause(check, subject)

@@ -1,0 +1,72 @@
+"""python -m dlbridge check: the conformance kit without pytest.
+
+Runs every clause of the kit on a library's producer (``--producer
+MODULE:FACTORY``) and/or consumer (``--consumer MODULE:FUNCTION``), each
+subject in child processes (dlbridge.testing._runner), and prints each
+clause's verdict (pass, fail, n/a), what was observed and the sentence of
+the specification it checks; ``--json`` prints one JSON object instead.
+Exit status: 0 when every applicable clause passes, 1 when one fails, 2 for
+a usage error or a subject that does not load.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import textwrap
+
+from dlbridge.testing._model import FAIL, NOT_APPLICABLE, PASS, Result
+from dlbridge.testing._runner import SpecError, run_isolated
+
+Section = tuple[str, str, list[Result]]  # (side, spec, results)
+
+
+def summary(results: list[Result]) -> dict[str, int]:
+    return {verdict: sum(r.verdict == verdict for r in results) for verdict in (PASS, FAIL, NOT_APPLICABLE)}
+
+
+def format_text(sections: list[Section], width: int = 100) -> str:
+    lines = []
+    for side, spec, results in sections:
+        lines.append(f"{side} {spec}")
+        for r in results:
+            lines.append(f"  {r.verdict.upper():4}  {r.clause}: {r.title}")
+            wrap = dict(width=width, initial_indent=" " * 8, subsequent_indent=" " * 10)
+            lines += textwrap.wrap(f"observed: {r.observed}", **wrap)
+            lines += textwrap.wrap(f"{r.source}: \"{r.cites}\"", **wrap)
+        counts = summary(results)
+        lines.append(f"  {counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_APPLICABLE]} not applicable")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def as_json(sections: list[Section]) -> dict:
+    import dlbridge
+    return {"kit": f"dlbridge {dlbridge.__version__}",
+            "subjects": [{"side": side, "spec": spec, "summary": summary(results),
+                          "results": [dataclasses.asdict(r) for r in results]}
+                         for side, spec, results in sections]}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlbridge check", description=__doc__.splitlines()[0])
+    parser.add_argument("--producer", action="append", default=[], metavar="MODULE:FACTORY",
+                        help="FACTORY(shape, dtype, *, read_only=False) returns the library's array of 0, 1, 2, ...")
+    parser.add_argument("--consumer", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help="FUNCTION(producer) returns the library's array made from the producer")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="time each clause has before it fails as hung (default: %(default)g)")
+    args = parser.parse_args(argv)
+    if not args.producer and not args.consumer:
+        parser.error("name a --producer MODULE:FACTORY, a --consumer MODULE:FUNCTION, or both")
+    sections: list[Section] = []
+    try:
+        for side, specs in (("producer", args.producer), ("consumer", args.consumer)):
+            sections += [(side, spec, run_isolated(side, spec, timeout=args.timeout)) for spec in specs]
+    except SpecError as error:
+        print(f"python -m dlbridge check: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(as_json(sections), indent=2) if args.json else format_text(sections))
+    return 1 if any(r.verdict == FAIL for _, _, results in sections for r in results) else 0

@@ -1,0 +1,153 @@
+"""The kit's factories and consumer functions for the libraries it is run
+against (docs/compatibility.md): dlbridge itself, Python's own buffer
+exporters, NumPy, PyTorch, JAX and array-api-strict. Each library is
+imported only when its callable is first called, so this module imports
+with none of them installed; they are also worked examples of the
+protocol (docs/check-your-library.md).
+
+    python -m dlbridge check --producer dlbridge.testing.libraries:numpy_array \\
+                             --consumer dlbridge.testing.libraries:numpy_from_dlpack
+"""
+from __future__ import annotations
+
+import array
+import math
+from typing import Any
+
+# struct formats of the dtypes Python's buffer exporters can hold
+_FORMATS = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
+            "uint32": "I", "uint64": "Q", "float32": "f", "float64": "d"}
+
+
+def _values(shape: tuple[int, ...], dtype: str) -> list:
+    from dlbridge.testing._model import expected_values
+    return expected_values(shape, dtype)
+
+
+def _nested(flat: list, shape: tuple[int, ...]) -> Any:
+    if not shape:
+        return flat[0]
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _no_device(device: str | None) -> None:
+    if device is not None:
+        raise NotImplementedError(f"host memory only, not {device}")
+
+
+# -- dlbridge --------------------------------------------------------------------
+
+def dlbridge_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    import dlbridge
+    if math.prod(shape) == 0:
+        made = dlbridge.empty(shape, dtype=dtype)
+    else:
+        made = dlbridge.asarray(_nested(_values(shape, dtype), shape), dtype=dtype)
+    if read_only:  # dlbridge's read-only arrays come from read-only memory
+        made = dlbridge.asarray(memoryview(made).toreadonly())
+    return made if device is None else made.to_device(device)
+
+
+def dlbridge_from_dlpack(producer: Any):
+    import dlbridge
+    return dlbridge.from_dlpack(producer)
+
+
+# -- Python's buffer exporters ------------------------------------------------------
+
+def _buffer(shape: tuple[int, ...], dtype: str) -> memoryview:
+    if dtype not in _FORMATS:
+        raise NotImplementedError(f"the buffer protocol's struct module has no {dtype}")
+    values = _values(shape, dtype)
+    flat = memoryview(array.array("B", bytes(math.prod(shape) * array.array(_FORMATS[dtype]).itemsize)))
+    typed = flat.cast(_FORMATS[dtype])
+    typed[:] = array.array(_FORMATS[dtype], values) if dtype != "bool" else memoryview(bytes(values)).cast("?")
+    return typed.cast("B").cast(_FORMATS[dtype], shape)
+
+
+def memoryview_of(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    _no_device(device)
+    view = _buffer(shape, dtype)
+    return view.toreadonly() if read_only else view
+
+
+def array_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    _no_device(device)
+    if read_only:
+        raise NotImplementedError("array.array is always writable")
+    if len(shape) != 1 or dtype not in _FORMATS or dtype == "bool":
+        raise NotImplementedError("array.array is one-dimensional, of C numbers")
+    return array.array(_FORMATS[dtype], _values(shape, dtype))
+
+
+def bytes_of(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    _no_device(device)  # bytes are immutable: the usual bytes are read-only
+    if len(shape) != 1 or dtype != "uint8":
+        raise NotImplementedError("bytes are one-dimensional uint8")
+    return bytes(_values(shape, dtype))
+
+
+# -- NumPy -------------------------------------------------------------------------
+
+def numpy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    import numpy as np
+    _no_device(device)
+    made = np.arange(math.prod(shape)).astype(dtype).reshape(shape)
+    made.flags.writeable = not read_only
+    return made
+
+
+def numpy_from_dlpack(producer: Any):
+    import numpy as np
+    return np.from_dlpack(producer)
+
+
+# -- PyTorch -------------------------------------------------------------------------
+
+def torch_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    import torch
+    if read_only:
+        raise NotImplementedError("PyTorch has no read-only tensors")
+    if device is not None and not torch.cuda.is_available():
+        raise NotImplementedError(f"torch {torch.__version__} has no usable {device} device")
+    made = torch.arange(math.prod(shape)).to(getattr(torch, dtype)).reshape(shape)
+    return made if device is None else made.to(device)
+
+
+def torch_from_dlpack(producer: Any):
+    import torch
+    return torch.from_dlpack(producer)
+
+
+# -- JAX ---------------------------------------------------------------------------------
+
+def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    # JAX arrays are immutable: its usual array is a read-only one too.
+    import jax
+    import jax.numpy as jnp
+    if device is not None and not jax.devices("gpu" if device == "cuda" else device):
+        raise NotImplementedError(f"JAX has no {device} device")
+    placed = jax.devices("cpu" if device is None else "gpu")[0]
+    return jax.device_put(jnp.arange(math.prod(shape)).astype(dtype).reshape(shape), placed)
+
+
+def jax_from_dlpack(producer: Any):
+    import jax.numpy as jnp
+    return jnp.from_dlpack(producer)
+
+
+# -- array-api-strict ------------------------------------------------------------------------
+
+def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False,
+                           device: str | None = None):
+    import array_api_strict as xp
+    _no_device(device)
+    if read_only:
+        raise NotImplementedError("array-api-strict makes no read-only arrays")
+    return xp.reshape(xp.astype(xp.arange(math.prod(shape)), getattr(xp, dtype)), shape)
+
+
+def array_api_strict_from_dlpack(producer: Any):
+    import array_api_strict as xp
+    return xp.from_dlpack(producer)
