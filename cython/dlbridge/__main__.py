@@ -1,6 +1,9 @@
 """python -m dlbridge: how this installation exchanges arrays, checked live.
 
-Prints the build, then for every array library that imports, moves a small
+Prints the build; then the verdicts of the DLPack conformance kit
+(dlbridge.testing) on dlbridge itself and on Python's own buffer exporters
+(memoryview, array.array, bytes), which every machine has; then, for every
+array library that imports, moves a small
 array each way (library -> dlbridge and dlbridge -> library) and reports
 whether the exchange shared memory (zero-copy), copied, or failed and why;
 then what the library makes of a writable and of a read-only dlbridge array
@@ -12,8 +15,9 @@ Each library is probed in a child process of its own (dlbridge._probe), all
 at once, so a library that is broken (raises anything at import, crashes,
 exits, hangs or prints) becomes a row saying so, never the end of the report.
 
-Exit status: 0 when every exchange with every library that imports worked;
-1 when one failed, crashed, timed out or changed the values; 2 for a usage
+Exit status: 0 when every applicable clause of the kit passed and every
+exchange with every library that imports worked; 1 when a clause failed or
+an exchange failed, crashed, timed out or changed the values; 2 for a usage
 error; 141 when the reader of the output went away (python -m dlbridge |
 head). A library that is not installed or does not import is reported and
 leaves the status alone.
@@ -41,11 +45,25 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Sequence
 
 import dlbridge
 from dlbridge._probe import FIELDS, LIBRARIES, Exchange, Library, unavailable
+from dlbridge.testing import FAIL, Result
+from dlbridge.testing._report import summary
+from dlbridge.testing._runner import run_isolated
+
+# What the kit checks on every machine: (subject, side, MODULE:NAME).
+KIT_SUBJECTS = [("dlbridge.Array", "producer", "dlbridge.testing.libraries:dlbridge_array"),
+                ("dlbridge.from_dlpack", "consumer", "dlbridge.testing.libraries:dlbridge_from_dlpack"),
+                ("memoryview", "producer", "dlbridge.testing.libraries:memoryview_of"),
+                ("array.array", "producer", "dlbridge.testing.libraries:array_array"),
+                ("bytes", "producer", "dlbridge.testing.libraries:bytes_of")]
+# How to install the libraries the doctor probes (by row name), for the hint when one is missing.
+INSTALL = {"numpy": "numpy", "torch": "torch", "jax": "jax", "array_api_strict": "array-api-strict",
+           "cupy": "cupy-cuda12x (or cupy-cuda13x)"}
 
 # The beginnings of the values that fail the check (see the exit status above).
 FAILURES = ("failed", "crashed", "timed out", "WRONG")
@@ -229,10 +247,18 @@ def main(argv: list[str] | None = None) -> int:
         print(dlbridge.get_cmake_dir())
         return 0
 
-    results = run_probes(LIBRARIES, args.timeout, args.import_timeout)
+    with ThreadPoolExecutor(len(KIT_SUBJECTS)) as pool:  # the kit's children run beside the probes'
+        kit = [pool.submit(run_isolated, side, spec, timeout=args.timeout) for _, side, spec in KIT_SUBJECTS]
+        results = run_probes(LIBRARIES, args.timeout, args.import_timeout)
+        verdicts = [future.result() for future in kit]
     failed = any(getattr(r, field).startswith(FAILURES) for r in results for field in FIELDS if field != "version")
+    failed |= any(r.verdict == FAIL for found in verdicts for r in found)
     if args.json:
-        print(json.dumps({"build": info, "exchanges": [asdict(r) for r in results]}, indent=2))
+        conformance = [{"subject": name, "side": side, "spec": spec, "summary": summary(found),
+                        "results": [asdict(r) for r in found]}
+                       for (name, side, spec), found in zip(KIT_SUBJECTS, verdicts)]
+        print(json.dumps({"build": info, "conformance": conformance, "exchanges": [asdict(r) for r in results]},
+                         indent=2))
         return 1 if failed else 0
 
     print(f"dlbridge {info['version']}: DLPack {info['dlpack_version']}, {info['compiler']}, {info['cpp_std']}")
@@ -242,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("CUDA backend: not built")
     print()
+    _print_kit(verdicts)
+    print()
     _print_table([("library", "version", "library -> dlbridge", "dlbridge -> library")] +
                  [(r.library, r.version, r.into_dlbridge, r.from_dlbridge) for r in results])
     print()
@@ -249,7 +277,28 @@ def main(argv: list[str] | None = None) -> int:
     _print_table([("library", "a transposed array arrives", "a writable array arrives", "a read-only array arrives")] +
                  [(r.library, r.transposed_arrives, r.writable_arrives, r.read_only_arrives)
                   for r in results if r.version != "-"])
+    missing = [INSTALL[r.library] for r in results if r.into_dlbridge == "not installed"]
+    if missing:
+        print()
+        print(f"To check the libraries not installed too: pip install {' '.join(missing)}")
+    print("The kit's report on an installed library: python -m dlbridge check --producer "
+          "dlbridge.testing.libraries:numpy_array --consumer dlbridge.testing.libraries:numpy_from_dlpack "
+          "(torch_tensor, jax_array, ...; docs/check-your-library.md)")
     return 1 if failed else 0
+
+
+def _print_kit(verdicts: list[list[Result]]) -> None:
+    """The kit's verdicts on what every machine has, with the clauses that failed."""
+    print("The DLPack conformance kit on what every Python has (python -m dlbridge check):")
+    rows = [("subject", "side", "pass", "fail", "n/a")]
+    for (name, side, _), found in zip(KIT_SUBJECTS, verdicts):
+        counts = summary(found)
+        rows.append((name, side, *(str(n) for n in counts.values())))
+    _print_table(rows)
+    for (name, _, _), found in zip(KIT_SUBJECTS, verdicts):
+        for r in found:
+            if r.verdict == FAIL:
+                print(f"  FAIL {name}: {r.clause}: {r.observed}")
 
 
 def _print_table(rows: Sequence[tuple[str, ...]]) -> None:

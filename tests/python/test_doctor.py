@@ -88,6 +88,28 @@ def test_main_job_reports_zero_copy_with_installed_libraries():
         assert exchanges[library]["transposed_arrives"] == "same values", exchanges[library]
 
 
+def test_main_job_checks_dlbridge_and_the_buffer_exporters_with_no_library_installed(tmp_path):
+    """As in a fresh virtual environment: the doctor sees dlbridge alone (-S
+    hides site-packages, and the path holds a link to the package only)."""
+    (tmp_path / "dlbridge").symlink_to(os.path.dirname(dlbridge.__file__))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    as_json, as_text = (subprocess.run([sys.executable, "-S", "-m", "dlbridge", *flags], capture_output=True,
+                                       text=True, env=env, timeout=300) for flags in (["--json"], []))
+    for result in (as_json, as_text):
+        assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(as_json.stdout)
+    assert [(s["subject"], s["side"]) for s in report["conformance"]] == [
+        ("dlbridge.Array", "producer"), ("dlbridge.from_dlpack", "consumer"), ("memoryview", "producer"),
+        ("array.array", "producer"), ("bytes", "producer")]
+    for subject in report["conformance"]:
+        assert subject["summary"]["fail"] == 0, subject
+        assert subject["summary"]["pass"] > 0, subject
+    assert {e["into_dlbridge"] for e in report["exchanges"]} == {"not installed"}
+    text = as_text.stdout
+    assert "The DLPack conformance kit on what every Python has (python -m dlbridge check):" in text
+    assert "To check the libraries not installed too: pip install numpy torch jax array-api-strict cupy" in text
+
+
 def test_consumers_that_ignore_or_refuse_strides():
     """What JAX 0.6.0 to 0.7.1 do with a column-major array (read its memory
     as row-major), done here with NumPy, is reported; a consumer that refuses

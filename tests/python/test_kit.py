@@ -1,0 +1,194 @@
+"""The conformance kit's machinery (dlbridge.testing): the child-process
+runner that turns a crash or a hang into the failing verdict of one clause,
+`python -m dlbridge check` (report, JSON, exit status) and the pytest plugin.
+The clauses themselves are tested in test_kit_<part>.py."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import dlbridge.testing
+from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, SpecError, check, clauses
+
+DLBRIDGE = "dlbridge.testing.libraries:dlbridge_array"
+
+# Factories that go wrong on their second call in a process: each clause calls its factory, so a clause
+# that is not the first a child runs crashes or hangs, and the next child starts from the clause after it.
+WRONG = """
+import ctypes, os, time
+from dlbridge.testing.libraries import dlbridge_array
+calls = 0
+
+def crashes(shape, dtype, **keywords):
+    global calls
+    calls += 1
+    if calls == 2:
+        ctypes.string_at(0)
+    return dlbridge_array(shape, dtype, **keywords)
+
+def hangs(shape, dtype, **keywords):
+    global calls
+    calls += 1
+    if calls == 2:
+        time.sleep(600)
+    return dlbridge_array(shape, dtype, **keywords)
+
+def exits(shape, dtype, **keywords):
+    os._exit(3)
+
+def declines(shape, dtype, **keywords):
+    raise NotImplementedError("nothing today")
+
+not_callable = 42
+"""
+
+
+@pytest.fixture
+def seeded(tmp_path, monkeypatch):
+    (tmp_path / "kit_wrong.py").write_text(WRONG)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def run(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "handle_segv=0"]))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+
+def test_dlbridge_passes_every_applicable_clause():
+    for side, spec in (("producer", DLBRIDGE), ("consumer", "dlbridge.testing.libraries:dlbridge_from_dlpack")):
+        results = check(side, spec)
+        assert [r.clause for r in results] == [c.id for c in clauses(side)]
+        assert [r for r in results if r.verdict == FAIL] == []
+
+
+def test_a_crash_fails_the_clause_in_flight_and_the_rest_still_run(seeded):
+    results = check("producer", "kit_wrong:crashes")
+    order = [c.id for c in clauses("producer")]
+    assert [r.clause for r in results] == order
+    assert results[0].verdict == PASS
+    crashed = [r for r in results if r.observed.startswith("crashed")]
+    assert crashed and all(r.verdict == FAIL and r.observed == "crashed: signal 11 (SIGSEGV)" for r in crashed)
+    assert results[1] in crashed
+
+
+def test_a_hang_fails_the_clause_after_its_timeout(seeded):
+    results = check("producer", "kit_wrong:hangs", timeout=2)
+    assert results[0].verdict == PASS
+    assert (results[1].verdict, results[1].observed) == (FAIL, "timed out after 2 s")
+
+
+def test_an_exit_fails_the_clause(seeded):
+    results = check("producer", "kit_wrong:exits")
+    assert {(r.verdict, r.observed) for r in results} == {(FAIL, "the process exited (status 3)")}
+
+
+def test_a_declined_case_is_not_applicable(seeded):
+    import kit_wrong
+    results = dlbridge.testing.check_producer(kit_wrong.declines)
+    assert results and all(r.verdict == NOT_APPLICABLE for r in results)
+    assert "the factory declines float32[2, 3]: nothing today" in results[0].observed
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("kit_wrong", "expected MODULE:NAME, got 'kit_wrong'"),
+    ("no_such_module:f", "cannot load no_such_module:f: ModuleNotFoundError: No module named 'no_such_module'"),
+    ("kit_wrong:absent", "cannot load kit_wrong:absent: AttributeError: module 'kit_wrong' has no attribute 'absent'"),
+    ("kit_wrong:not_callable", "kit_wrong:not_callable is int, not callable"),
+])
+def test_specs_that_do_not_load(seeded, spec, message):
+    with pytest.raises(SpecError) as error:
+        check("producer", spec)
+    assert str(error.value) == message
+    done = run("-m", "dlbridge", "check", "--producer", spec)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"python -m dlbridge check: {message}\n")
+
+
+def test_check_refuses_an_unknown_side():
+    with pytest.raises(ValueError, match="^expected side 'producer' or 'consumer', got 'both'$"):
+        check("both", DLBRIDGE)
+
+
+def test_the_report_names_each_clause_its_verdict_observation_and_sentence():
+    done = run("-m", "dlbridge", "check", "--producer", DLBRIDGE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"producer {DLBRIDGE}\n")
+    for c in clauses("producer"):
+        assert f"  PASS  {c.id}: {c.title}" in done.stdout or f"  N/A   {c.id}: {c.title}" in done.stdout
+    assert "        observed: " in done.stdout
+    assert "        DLPack Python specification: \"" in done.stdout
+    assert " passed, 0 failed, " in done.stdout
+
+
+def test_json_and_the_exit_status_of_a_failure(seeded):
+    done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes", "--json")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["kit"] == f"dlbridge {dlbridge.__version__}"
+    [subject] = report["subjects"]
+    assert (subject["side"], subject["spec"]) == ("producer", "kit_wrong:crashes")
+    assert set(subject["results"][0]) == {"clause", "verdict", "observed", "title", "source", "cites"}
+    assert subject["summary"][FAIL] >= 1
+    assert sum(subject["summary"].values()) == len(clauses("producer"))
+
+
+def test_check_needs_a_subject():
+    done = run("-m", "dlbridge", "check")
+    assert done.returncode == 2
+    assert "name a --producer MODULE:FACTORY, a --consumer MODULE:FUNCTION, or both" in done.stderr
+
+
+# -- the pytest plugin ------------------------------------------------------------------
+
+
+def pytest_run(tmp_path, *args):
+    (tmp_path / "test_theirs.py").write_text("def test_their_own():\n    pass\n")
+    return run("-m", "pytest", "-p", "dlbridge.testing", "-p", "no:cacheprovider", "-rs", "-v", *args,
+               cwd=tmp_path)
+
+
+def test_plugin_one_test_per_clause_beside_the_projects_own(tmp_path):
+    done = pytest_run(tmp_path, "--dlpack-producer", DLBRIDGE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test_theirs.py::test_their_own PASSED" in done.stdout
+    for c in clauses("producer"):
+        assert f"dlpack::{c.id} PASSED" in done.stdout or f"dlpack::{c.id} SKIPPED" in done.stdout
+
+
+def test_plugin_failures_show_the_observation_and_sentence(seeded, tmp_path):
+    done = pytest_run(tmp_path, "--dlpack-producer", "kit_wrong:crashes", "-m", "dlpack")
+    assert done.returncode == 1
+    assert "test_their_own" not in done.stdout.replace("deselected", "")
+    first = clauses("producer")[1]
+    assert f"dlpack::{first.id} FAILED" in done.stdout
+    assert "observed: crashed: signal 11 (SIGSEGV)" in done.stdout
+    assert f"{first.source}: \"{first.cites}\"" in textwrap.dedent(done.stdout)
+
+
+def test_plugin_skips_what_does_not_apply_with_the_reason(seeded, tmp_path):
+    done = pytest_run(tmp_path, "--dlpack-producer", "kit_wrong:declines", "-m", "dlpack")
+    assert done.returncode == 0, done.stdout
+    assert "not applicable: the factory declines float32[2, 3]: nothing today" in done.stdout
+
+
+def test_plugin_two_subjects_of_one_side_are_told_apart(tmp_path):
+    done = pytest_run(tmp_path, "--dlpack-producer", DLBRIDGE, "--dlpack-producer",
+                      "dlbridge.testing.libraries:memoryview_of", "-m", "dlpack", "--co")
+    first = clauses("producer")[0].id
+    assert f"{first}[{DLBRIDGE}]" in done.stdout
+    assert f"{first}[dlbridge.testing.libraries:memoryview_of]" in done.stdout
+
+
+def test_plugin_a_spec_that_does_not_load_is_a_usage_error(tmp_path):
+    done = pytest_run(tmp_path, "--dlpack-consumer", "no_such_module:f")
+    assert done.returncode == 4
+    assert "--dlpack-consumer: cannot load no_such_module:f: ModuleNotFoundError" in done.stderr
+
+
+def test_plugin_does_nothing_unasked(tmp_path):
+    done = pytest_run(tmp_path)
+    assert done.returncode == 0 and "dlpack::" not in done.stdout
