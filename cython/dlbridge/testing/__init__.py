@@ -94,7 +94,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 @functools.cache
-def _item_type() -> type:
+def _item_type() -> Any:
     import pytest
 
     class ClauseFailed(Exception):

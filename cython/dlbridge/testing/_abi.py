@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+from typing import Any
 from ctypes import (CFUNCTYPE, POINTER, PYFUNCTYPE, Structure, byref, c_char_p, c_int, c_int32, c_int64, c_uint8,
                     c_uint16, c_uint32, c_uint64, c_void_p, py_object)
 
@@ -171,7 +172,7 @@ class ManagedTensor:
     def data_address(self) -> int:
         return ctypes.addressof(self.buffer)
 
-    def capsule(self, name: bytes | None = ...):
+    def capsule(self, name: Any = ...):
         """A new capsule holding this struct, without a destructor (see
         Producer); the name defaults to the right one for the struct."""
         if name is ...:
@@ -191,7 +192,7 @@ class DevicelessProducer:
     __del__ saves and restores the pending exception.)
     """
 
-    def __init__(self, managed: ManagedTensor, name: bytes | None = ...):
+    def __init__(self, managed: ManagedTensor, name: Any = ...):
         self.managed = managed
         self.capsule = managed.capsule(name)
         self.calls: list[dict] = []
@@ -209,7 +210,7 @@ class DevicelessProducer:
 class Producer(DevicelessProducer):
     """A DevicelessProducer whose `__dlpack_device__` returns `device`."""
 
-    def __init__(self, managed: ManagedTensor, name: bytes | None = ..., device=(1, 0)):
+    def __init__(self, managed: ManagedTensor, name: Any = ..., device=(1, 0)):
         super().__init__(managed, name)
         self._device = device
 
@@ -303,7 +304,8 @@ class Consumed:
 
 def c_order_strides(shape) -> tuple[int, ...]:
     """The element strides of a C-contiguous array of `shape`."""
-    strides, step = [], 1
+    strides: list[int] = []
+    step = 1
     for extent in reversed(shape):
         strides.insert(0, step)
         step *= max(extent, 1)
@@ -385,13 +387,13 @@ class Table:
 
     def managed(self, obj) -> DLManagedTensorVersioned:
         out = c_void_p()
-        assert self.from_object(obj, byref(out)) == 0
+        assert self.from_object(obj, byref(out)) == 0 and out.value
         return DLManagedTensorVersioned.from_address(out.value)
 
     def wrap(self, address: int):
         """managed_tensor_to_py_object_no_sync: the object, owning `address`."""
         out = c_void_p()
-        assert self.to_object(address, byref(out)) == 0
+        assert self.to_object(address, byref(out)) == 0 and out.value
         return steal(out.value)
 
 

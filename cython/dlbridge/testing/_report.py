@@ -32,9 +32,8 @@ def format_text(sections: list[Section], width: int = 100) -> str:
         lines.append(f"{side} {spec}")
         for r in results:
             lines.append(f"  {r.verdict.upper():4}  {r.clause}: {r.title}")
-            wrap = dict(width=width, initial_indent=" " * 8, subsequent_indent=" " * 10)
-            lines += textwrap.wrap(f"observed: {r.observed}", **wrap)
-            lines += textwrap.wrap(f"{r.source}: \"{r.cites}\"", **wrap)
+            for text in (f"observed: {r.observed}", f"{r.source}: \"{r.cites}\""):
+                lines += textwrap.wrap(text, width=width, initial_indent=" " * 8, subsequent_indent=" " * 10)
         counts = summary(results)
         lines.append(f"  {counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_APPLICABLE]} not applicable")
         lines.append("")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import array
 import math
-from typing import Any
+from typing import Any, cast
 
 # struct formats of the dtypes Python's buffer exporters can hold
 _FORMATS = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
@@ -45,7 +45,7 @@ def dlbridge_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = Fals
     else:
         made = dlbridge.asarray(_nested(_values(shape, dtype), shape), dtype=dtype)
     if read_only:  # dlbridge's read-only arrays come from read-only memory
-        made = dlbridge.asarray(memoryview(made).toreadonly())
+        made = dlbridge.asarray(memoryview(cast(Any, made)).toreadonly())
     return made if device is None else made.to_device(device)
 
 
@@ -60,7 +60,7 @@ def _buffer(shape: tuple[int, ...], dtype: str) -> memoryview:
     if dtype not in _FORMATS:
         raise NotImplementedError(f"the buffer protocol's struct module has no {dtype}")
     values = _values(shape, dtype)
-    flat = memoryview(array.array("B", bytes(math.prod(shape) * array.array(_FORMATS[dtype]).itemsize)))
+    flat: Any = memoryview(array.array("B", bytes(math.prod(shape) * array.array(_FORMATS[dtype]).itemsize)))
     typed = flat.cast(_FORMATS[dtype])
     typed[:] = array.array(_FORMATS[dtype], values) if dtype != "bool" else memoryview(bytes(values)).cast("?")
     return typed.cast("B").cast(_FORMATS[dtype], shape)
