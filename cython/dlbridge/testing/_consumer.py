@@ -16,7 +16,7 @@ import ctypes
 import gc
 import math
 import warnings
-from ctypes import POINTER, Structure, c_char_p, c_int, c_ssize_t, c_uint8, c_void_p, py_object
+from ctypes import POINTER, Structure, c_char_p, c_float, c_int, c_ssize_t, c_uint8, c_void_p, py_object
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -114,7 +114,7 @@ def _through_buffer(result: Any, view: memoryview) -> ReadBack:
         values = _flat(view.tolist(), view.ndim)
     except NotImplementedError:  # formats memoryview cannot unpack (complex numbers)
         values = None
-    return ReadBack("its buffer", tuple(view.shape), name or view.format, values,
+    return ReadBack("its buffer", tuple(view.shape or ()), name or view.format, values,
                     _buffer_address(result) if view.nbytes else None, not view.readonly, "its buffer")
 
 
@@ -169,13 +169,17 @@ def _buffer_address(exporter: Any) -> int:
 # dlpack.h: data "is always aligned to 256 bytes as in CUDA"; consumers that
 # need alignment (XLA) would otherwise copy.
 _ALIGN = 256
+# The memory each zoo tensor points into, by the tensor's address: kept as
+# long as the tensors are (forever: see ManagedTensor).
+_memory: dict[int, ctypes.Array] = {}
 
 
 @dataclass(frozen=True)
 class Case:
-    """One hand-built tensor of the zoo: `memory` as laid out from an
-    aligned address, data pointing to element `first` of it (byte_offset
-    added), and `expected` what a consumer's array of it holds in C order.
+    """One hand-built tensor of the zoo: `memory` (float32 numbers) as laid
+    out from an aligned address, data pointing to element `first` of it
+    (byte_offset added), and `expected` what a consumer's array of it holds
+    in C order (None for a tensor that must not be imported).
     A versioned case is lent as the legacy struct to a consumer that asks
     for no versioned tensor; a legacy case is lent as the legacy struct to
     every consumer."""
@@ -187,22 +191,21 @@ class Case:
     first: int = 0
     byte_offset: int = 0
     dtype: tuple[int, int, int] = (2, 32, 1)  # float32: the float every library holds (JAX's float64 is opt-in)
-    element: type = ctypes.c_float
     flags: int = 0
     version: tuple[int, int] = (1, 3)
     versioned: bool = True
     null_data: bool = False
 
     def managed(self, versioned: bool) -> ManagedTensor:
-        size = ctypes.sizeof(self.element)
+        size = ctypes.sizeof(c_float)
         # zeros after the memory: a consumer that walks past it reads zeros, not another object
         block = (c_uint8 * (len(self.memory) * size + 2 * _ALIGN))()
         base = ctypes.addressof(block) + (-ctypes.addressof(block) % _ALIGN)
-        (self.element * len(self.memory)).from_address(base)[:] = self.memory
+        (c_float * len(self.memory)).from_address(base)[:] = list(self.memory)
         made = ManagedTensor((), shape=self.shape, strides=self.strides, dtype=self.dtype,
                              data=None if self.null_data else base + self.first * size, byte_offset=self.byte_offset,
                              flags=self.flags, version=self.version, versioned=versioned)
-        made.storage = block  # lives as long as the ManagedTensor: forever
+        _memory[made.address] = block
         return made
 
 
@@ -216,7 +219,7 @@ NULL_STRIDES = Case("NULL strides in a DLPack 1.0 tensor", strides=None, version
 NULL_STRIDES_LEGACY = Case("NULL strides in a legacy tensor", strides=None, versioned=False)
 LEGACY = Case("legacy float32[2, 3]", versioned=False)
 MAJOR_2 = Case("DLPack 2.0 float32[2, 3]", version=(2, 0))
-UNKNOWN_CODE = Case("dtype code 200", dtype=(200, 64, 1), expected=None)
+UNKNOWN_CODE = Case("dtype code 200", dtype=(200, 32, 1), expected=None)
 LANES = Case("float32 x4 (code 2, bits 32, lanes 4)", memory=tuple(float(i) for i in range(12)), expected=None,
              shape=(3,), strides=(1,), dtype=(2, 32, 4))
 EMPTY = Case("float32[0, 3] with NULL data", memory=(), expected=(), shape=(0, 3), null_data=True)
@@ -285,7 +288,10 @@ class Outcome:
     error: str = ""
     calls: list = field(default_factory=list)
     lent: list = field(default_factory=list)  # the ManagedTensors lent
-    warned: list = field(default_factory=list)
+    warned: list = field(default_factory=list)  # (category, "Category: message")
+
+    def refused_with(self, *kinds: type) -> bool:
+        return self.raised is not None and issubclass(self.raised, kinds)
 
     def imported(self) -> ReadBack:
         """The result; Failed where the consumer refused."""
@@ -302,10 +308,11 @@ class Outcome:
 
     def data(self) -> int | None:
         """Where the first element of the last tensor lent is."""
-        return self.lent[-1].struct.dl_tensor.data + self.case.byte_offset if self.lent else None
+        data = self.lent[-1].struct.dl_tensor.data if self.lent else None
+        return None if data is None else data + self.case.byte_offset
 
     def zero_copy(self) -> bool:
-        return self.result is not None and self.result.address is not None and self.result.address == self.data()
+        return self.result is not None and self.data() is not None and self.result.address == self.data()
 
 
 def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooProducer] = ZooProducer,
@@ -327,7 +334,7 @@ def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooPr
                 outcome.result = read_back(result)
             finally:
                 del result
-    outcome.warned = [f"{w.category.__name__}: {w.message}" for w in warned]
+    outcome.warned = [(w.category, f"{w.category.__name__}: {w.message}") for w in warned]
     outcome.lent = [managed for managed, _ in producer.lent]
     del producer, offered
     gc.collect()
@@ -357,7 +364,7 @@ def _values(outcome: Outcome) -> ReadBack:
     if got.values is None:
         raise Failed(f"{case.name}: the kit cannot read back the result's {got.dtype}")
     if tuple(got.values) != case.expected:
-        raise Failed(f"{case.name}: imported holding {got.values}, expected {list(case.expected)}")
+        raise Failed(f"{case.name}: imported holding {got.values}, expected {list(case.expected or ())}")
     return got
 
 
@@ -379,34 +386,39 @@ def import_zero_copy(consumer: Consumer) -> str:
     outcome = offer(consumer, BASELINE)
     got = outcome.imported()
     if not outcome.zero_copy():
-        raise Failed(f"{BASELINE.name}, data at 0x{outcome.data():x}: the result's first element is at "
-                     f"0x{got.address:x} (read through {got.via}): a copy")
+        where = "nowhere" if got.address is None else f"at 0x{got.address:x}"
+        raise Failed(f"{BASELINE.name}, data at 0x{outcome.data():x}: the result's first element is {where} "
+                     f"(read through {got.via}): a copy")
     return f"the result's data (read through {got.via}) is the producer's"
 
 
-@clause("consumer.request.max-version", title="from_dlpack asks for a versioned tensor (max_version, major 1)",
+@clause("consumer.request.max-version", title="from_dlpack asks for a versioned tensor (max_version, major >= 1)",
         source=PYTHON_SPEC,
         cites="Starting Python array API standard v2023, a new max_version argument is added to __dlpack__ for "
               "the consumer to signal the producer the maximal supported DLPack version.")
 def request_max_version(consumer: Consumer) -> str:
-    outcome = offer(consumer, BASELINE)
-    if not outcome.calls:
-        raise Failed(f"__dlpack__ was not called ({outcome.error or 'the consumer returned a result'})")
-    first = outcome.calls[0].get("max_version")
+    calls = _asked(consumer)
+    first = calls[0].get("max_version")
     if not (isinstance(first, tuple) and len(first) == 2 and all(type(v) is int for v in first) and first[0] >= 1):
-        raise Failed(f"{_calls(outcome.calls)}: no max_version (major, minor) with major >= 1")
-    return _calls(outcome.calls)
+        raise Failed(f"{_calls(calls)}: no max_version (major, minor) with major >= 1")
+    return _calls(calls)
 
 
 @clause("consumer.request.stream", title="from_dlpack passes no stream (or None) for a CPU tensor",
         source=ARRAY_API, cites="On CPU and other device types without streams, only None is accepted.")
 def request_stream(consumer: Consumer) -> str:
+    calls = _asked(consumer)
+    if any(c.get("stream") is not None for c in calls):
+        raise Failed(f"for a producer on (1, 0): {_calls(calls)}")
+    return _calls(calls)
+
+
+def _asked(consumer: Consumer) -> list[dict]:
+    """How the consumer called the __dlpack__ of a plain CPU producer."""
     outcome = offer(consumer, BASELINE)
     if not outcome.calls:
-        raise Failed(f"__dlpack__ was not called ({outcome.error or 'the consumer returned a result'})")
-    if any(c.get("stream") is not None for c in outcome.calls):
-        raise Failed(f"for a producer on (1, 0): {_calls(outcome.calls)}")
-    return _calls(outcome.calls)
+        raise Failed(f"__dlpack__ was not called ({outcome.error or 'and a result was returned'})")
+    return outcome.calls
 
 
 @clause("consumer.retry.legacy-producer",
@@ -449,12 +461,12 @@ def strides_null(consumer: Consumer) -> str:
         title="transposed, negative and zero strides are imported with the right values, or refused with "
               "BufferError", source=HEADER, cites="strides of the tensor (in number of elements, not bytes)")
 def strides_honoured(consumer: Consumer) -> str:
-    seen, wrong = [], []
+    seen, right = [], True
     for case in (TRANSPOSED, ZERO, NEGATIVE):
         try:
             outcome = offer(consumer, case)
             if outcome.result is None:
-                if not issubclass(outcome.raised, BufferError):
+                if not outcome.refused_with(BufferError):
                     raise Failed(f"{case.name}: refused with {outcome.error}, not BufferError")
                 seen.append(f"{case.name}: refused ({outcome.error})")
             else:
@@ -462,8 +474,8 @@ def strides_honoured(consumer: Consumer) -> str:
                 seen.append(f"{case.name}: values right")
         except Failed as error:
             seen.append(str(error))
-            wrong.append(case)
-    if wrong:
+            right = False
+    if not right:
         raise Failed("; ".join(seen))
     return "; ".join(seen)
 
@@ -484,7 +496,7 @@ def version_major_2(consumer: Consumer) -> str:
     outcome = offer(consumer, MAJOR_2).versioned()
     if outcome.result is not None:
         raise Failed(f"{MAJOR_2.name}: imported as {outcome.result.describe()}")
-    if not issubclass(outcome.raised, BufferError):
+    if not outcome.refused_with(BufferError):
         raise Failed(f"{MAJOR_2.name}: refused with {outcome.error}, not BufferError")
     return f"refused: {outcome.error}"
 
@@ -497,7 +509,7 @@ def dtype_unknown(consumer: Consumer) -> str:
     outcome = offer(consumer, UNKNOWN_CODE)
     if outcome.result is not None:
         raise Failed(f"{UNKNOWN_CODE.name}: imported as {outcome.result.describe()}")
-    if issubclass(outcome.raised, BufferError):
+    if outcome.refused_with(BufferError):
         return f"refused: {outcome.error}"
     return f"refused: {outcome.error} (DLPack's exception for a dtype that cannot be exchanged is BufferError)"
 
@@ -550,7 +562,7 @@ def read_only(consumer: Consumer) -> str:
 def device_absent(consumer: Consumer) -> str:
     outcome = offer(consumer, BASELINE, DevicelessZooProducer)
     if outcome.result is None:
-        if not issubclass(outcome.raised, (AttributeError, TypeError)):
+        if not outcome.refused_with(AttributeError, TypeError):
             raise Failed(f"refused with {outcome.error}, not AttributeError or TypeError")
         return f"refused: {outcome.error}"
     _values(outcome)
@@ -564,13 +576,16 @@ def device_absent(consumer: Consumer) -> str:
               "to users of the Python API.")
 def capsule_raw(consumer: Consumer) -> str:
     outcome = offer(consumer, BASELINE, raw=True)
-    deprecations = [w for w in outcome.warned if w.startswith(("DeprecationWarning", "FutureWarning"))]
+    # NumPy's and CuPy's VisibleDeprecationWarning is a UserWarning: the name says it
+    deprecations = [said for category, said in outcome.warned
+                    if issubclass(category, (DeprecationWarning, FutureWarning)) or "Deprecation" in category.__name__]
     if outcome.result is None:
-        if not issubclass(outcome.raised, (AttributeError, TypeError)):
+        if not outcome.refused_with(AttributeError, TypeError):
             raise Failed(f"refused with {outcome.error}, not AttributeError or TypeError")
         return f"refused: {outcome.error}"
     if not deprecations:
-        raise Failed("taken without a DeprecationWarning" + (f" (warned: {outcome.warned})" if outcome.warned else ""))
+        others = "; ".join(said for _, said in outcome.warned)
+        raise Failed("taken without a DeprecationWarning" + (f" (warned: {others})" if others else ""))
     return f"taken, warning {deprecations[0]}"
 
 
