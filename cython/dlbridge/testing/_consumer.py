@@ -1,1 +1,627 @@
-"""(clauses of this group: being written)"""
+"""The consumer clauses: what a library's from_dlpack must do with what
+producers hand it. Each clause offers the library's FUNCTION a producer of
+the kit's hostile zoo, built by hand with the kit's ctypes reading of the ABI
+(dlbridge.testing._abi), and reads the FUNCTION's result back through the
+result's own ``__dlpack__``, or else its buffer (``read_back``).
+
+A tensor's deleter is counted once the result and the producer are gone:
+``consumer.deleter.released`` and ``consumer.deleter.once`` check those
+counts, on tensors the consumer imports and on tensors it refuses, so that
+a consumer that leaks (or frees twice) fails those two clauses and not
+every clause of the zoo.
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+import math
+import warnings
+from ctypes import POINTER, Structure, c_char_p, c_float, c_int, c_ssize_t, c_uint8, c_void_p, py_object
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from dlbridge.testing._abi import DELETER, FLAG_READ_ONLY, Consumed, ManagedTensor, capsule_name, dtype_name
+from dlbridge.testing._model import Consumer, Failed, NotApplicable, clause, describe
+
+PYTHON_SPEC = "DLPack Python specification"
+ARRAY_API = "array API standard"
+HEADER = "dlpack.h"
+
+# Device types whose memory the host can read: CPU, CUDA host (pinned), CUDA managed.
+HOST_DEVICES = (1, 3, 13)
+
+
+# -- reading a consumer's result back --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """A consumer's result as the kit reads it: through its own __dlpack__
+    (DLPack 1.3 asked for, the protocol without keywords where it refuses
+    them) or else its buffer."""
+    via: str                                 # "__dlpack__" or "its buffer"
+    shape: tuple[int, ...]
+    dtype: str | tuple[int, int, int]        # a name of _abi.DTYPES, else (code, bits, lanes) or a buffer format
+    values: list | None                      # flattened in C order; None where the kit cannot read the dtype
+    address: int | None                      # of the first element; None for an empty result
+    writable: bool | None                    # None where the result cannot say
+    writable_from: str                       # what said so: "its buffer" or "its DLPack flags"
+
+    def describe(self) -> str:
+        dtype = self.dtype if isinstance(self.dtype, str) else f"dtype {self.dtype}"
+        return f"{dtype}{list(self.shape)}"
+
+
+def read_back(result: Any) -> ReadBack:
+    """What `result` holds, read through its ``__dlpack__`` or else the buffer
+    protocol; whether it is writable is taken from its buffer where it has
+    one (a buffer always says), else from its DLPack flags. Raises Failed
+    where neither way reads it."""
+    errors = []
+    read = None
+    if callable(getattr(result, "__dlpack__", None)):
+        try:
+            read = _through_dlpack(result)
+        except Failed:
+            raise
+        except Exception as error:
+            errors.append(f"its __dlpack__ raised {describe(error)}")
+    try:
+        view = memoryview(result)
+    except Exception as error:
+        if read is None:
+            errors.append(f"memoryview() raised {describe(error)}")
+            raise Failed(f"the result, a {type(result).__qualname__}, cannot be read back: "
+                         + "; ".join(errors)) from None
+        return read
+    with view:
+        if read is None:
+            return _through_buffer(result, view)
+        return ReadBack(read.via, read.shape, read.dtype, read.values, read.address, not view.readonly, "its buffer")
+
+
+def _through_dlpack(result: Any) -> ReadBack:
+    try:
+        capsule = result.__dlpack__(max_version=(1, 3))
+    except TypeError:
+        capsule = result.__dlpack__()
+    try:
+        tensor = Consumed(capsule)
+    except AssertionError as error:
+        raise Failed(f"the result's __dlpack__ returned {error}") from None
+    try:
+        t = tensor.tensor
+        if tensor.versioned and tensor.version[0] != 1:
+            raise Failed(f"the result's __dlpack__ gave a tensor of DLPack version {tensor.version}")
+        if not 0 <= t.ndim <= 64 or (t.ndim and not t.shape):
+            raise Failed(f"the result's __dlpack__ gave ndim {t.ndim}" + (" and NULL shape" if t.ndim > 0 else ""))
+        if tensor.device[0] not in HOST_DEVICES:
+            raise Failed(f"the result's __dlpack__ gave a tensor on device {tensor.device}, not host memory")
+        shape, name = tensor.shape, dtype_name(tensor.dtype)
+        empty = math.prod(shape) == 0
+        if not empty and not t.data:
+            raise Failed(f"the result's __dlpack__ gave NULL data for shape {list(shape)}")
+        return ReadBack("__dlpack__", shape, name or tensor.dtype, tensor.read(name) if name else None,
+                        None if empty else t.data + t.byte_offset,
+                        None if not tensor.versioned else not tensor.flags & FLAG_READ_ONLY, "its DLPack flags")
+    finally:
+        tensor.release()
+
+
+def _through_buffer(result: Any, view: memoryview) -> ReadBack:
+    name = _buffer_dtype(view.format, view.itemsize)
+    try:
+        values = _flat(view.tolist(), view.ndim)
+    except NotImplementedError:  # formats memoryview cannot unpack (complex numbers)
+        values = None
+    return ReadBack("its buffer", tuple(view.shape or ()), name or view.format, values,
+                    _buffer_address(result) if view.nbytes else None, not view.readonly, "its buffer")
+
+
+def _flat(nested: Any, ndim: int) -> list:
+    if ndim == 0:
+        return [nested]
+    if ndim == 1:
+        return list(nested)
+    return [v for item in nested for v in _flat(item, ndim - 1)]
+
+
+_BUFFER_KINDS = {**dict.fromkeys("bhilq", "int"), **dict.fromkeys("BHILQ", "uint"), **dict.fromkeys("efd", "float"),
+                 "Zf": "complex", "Zd": "complex"}
+
+
+def _buffer_dtype(fmt: str, itemsize: int) -> str | None:
+    """The DTYPES name of a buffer format (native or little-endian), or None."""
+    code = fmt.lstrip("@=<")
+    if code == "?":
+        return "bool"
+    kind = _BUFFER_KINDS.get(code)
+    return f"{kind}{itemsize * 8}" if kind else None
+
+
+class _PyBuffer(Structure):
+    _fields_ = [("buf", c_void_p), ("obj", c_void_p), ("len", c_ssize_t), ("itemsize", c_ssize_t),
+                ("readonly", c_int), ("ndim", c_int), ("format", c_char_p), ("shape", POINTER(c_ssize_t)),
+                ("strides", POINTER(c_ssize_t)), ("suboffsets", POINTER(c_ssize_t)), ("internal", c_void_p)]
+
+
+_python = ctypes.PyDLL(None)  # our own handle: argtypes set here stay ours
+_python.PyObject_GetBuffer.argtypes = [py_object, POINTER(_PyBuffer), c_int]
+_python.PyObject_GetBuffer.restype = c_int
+_python.PyBuffer_Release.argtypes = [POINTER(_PyBuffer)]
+_python.PyBuffer_Release.restype = None
+_PYBUF_FULL_RO = 0x11C  # PyBUF_INDIRECT | PyBUF_FORMAT: what memoryview() asks for
+
+
+def _buffer_address(exporter: Any) -> int:
+    """The address of the first element of `exporter`'s buffer (readable
+    or not: ctypes' from_buffer needs a writable one)."""
+    view = _PyBuffer()
+    _python.PyObject_GetBuffer(exporter, ctypes.byref(view), _PYBUF_FULL_RO)
+    try:
+        return view.buf or 0
+    finally:
+        _python.PyBuffer_Release(ctypes.byref(view))
+
+
+# -- the zoo ---------------------------------------------------------------------------------
+
+# dlpack.h: data "is always aligned to 256 bytes as in CUDA"; consumers that
+# need alignment (XLA) would otherwise copy.
+_ALIGN = 256
+# The memory each zoo tensor points into, by the tensor's address: kept as
+# long as the tensors are (forever: see ManagedTensor).
+_memory: dict[int, ctypes.Array] = {}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hand-built tensor of the zoo: `memory` (float32 numbers) as laid
+    out from an aligned address, data pointing to element `first` of it
+    (byte_offset added), and `expected` what a consumer's array of it holds
+    in C order (None for a tensor that must not be imported).
+    A versioned case is lent as the legacy struct to a consumer that asks
+    for no versioned tensor; a legacy case is lent as the legacy struct to
+    every consumer."""
+    name: str
+    memory: tuple = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
+    expected: tuple | None = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
+    shape: tuple[int, ...] = (2, 3)
+    strides: tuple[int, ...] | None = (3, 1)
+    first: int = 0
+    byte_offset: int = 0
+    dtype: tuple[int, int, int] = (2, 32, 1)  # float32: the float every library holds (JAX's float64 is opt-in)
+    flags: int = 0
+    version: tuple[int, int] = (1, 3)
+    versioned: bool = True
+    null_data: bool = False
+
+    def managed(self, versioned: bool) -> ManagedTensor:
+        size = ctypes.sizeof(c_float)
+        # zeros after the memory: a consumer that walks past it reads zeros, not another object
+        block = (c_uint8 * (len(self.memory) * size + 2 * _ALIGN))()
+        base = ctypes.addressof(block) + (-ctypes.addressof(block) % _ALIGN)
+        (c_float * len(self.memory)).from_address(base)[:] = list(self.memory)
+        made = ManagedTensor((), shape=self.shape, strides=self.strides, dtype=self.dtype,
+                             data=None if self.null_data else base + self.first * size, byte_offset=self.byte_offset,
+                             flags=self.flags, version=self.version, versioned=versioned)
+        _memory[made.address] = block
+        return made
+
+
+BASELINE = Case("float32[2, 3]")
+# memory 0..5 laid out as a (3, 2) C-order array, read as its transpose
+TRANSPOSED = Case("transposed strides (1, 2)", expected=(0.0, 2.0, 4.0, 1.0, 3.0, 5.0), strides=(1, 2))
+ZERO = Case("zero strides (0, 1)", memory=(0.0, 1.0, 2.0), expected=(0.0, 1.0, 2.0, 0.0, 1.0, 2.0), strides=(0, 1))
+NEGATIVE = Case("negative strides (-3, 1)", expected=(3.0, 4.0, 5.0, 0.0, 1.0, 2.0), strides=(-3, 1), first=3)
+OFFSET = Case("byte_offset 16", memory=(-1.0, -2.0, -3.0, -4.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0), byte_offset=16)
+NULL_STRIDES = Case("NULL strides in a DLPack 1.0 tensor", strides=None, version=(1, 0))
+NULL_STRIDES_LEGACY = Case("NULL strides in a legacy tensor", strides=None, versioned=False)
+LEGACY = Case("legacy float32[2, 3]", versioned=False)
+MAJOR_2 = Case("DLPack 2.0 float32[2, 3]", version=(2, 0))
+UNKNOWN_CODE = Case("dtype code 200", dtype=(200, 32, 1), expected=None)
+LANES = Case("float32 x4 (code 2, bits 32, lanes 4)", memory=tuple(float(i) for i in range(12)), expected=None,
+             shape=(3,), strides=(1,), dtype=(2, 32, 4))
+EMPTY = Case("float32[0, 3] with NULL data", memory=(), expected=(), shape=(0, 3), null_data=True)
+READ_ONLY = Case("READ_ONLY float32[2, 3]", flags=FLAG_READ_ONLY)
+
+ALL_KEYWORDS = ("stream", "max_version", "dl_device", "copy")
+
+
+class DevicelessZooProducer:
+    """A hand-built producer of a Case, with ``__dlpack__`` alone. It answers
+    max_version as the array API recommends: a versioned tensor for a major
+    >= 1, the legacy struct otherwise. It takes the keywords in `accepts`
+    and raises TypeError for the others, as a Python method without them
+    would. Each call lends a new tensor; when the producer goes, the
+    deleter of each one whose capsule nobody consumed is called, as a
+    producer's capsule destructor does. `calls` records every call."""
+
+    def __init__(self, case: Case, accepts: tuple[str, ...] = ALL_KEYWORDS):
+        self.case, self.accepts = case, accepts
+        self.calls: list[dict] = []
+        self.lent: list[tuple[ManagedTensor, Any]] = []
+
+    def __dlpack__(self, **keywords):
+        self.calls.append(keywords)
+        unknown = [k for k in keywords if k not in self.accepts]
+        if unknown:
+            raise TypeError(f"__dlpack__() got an unexpected keyword argument {unknown[0]!r}")
+        asked = keywords.get("max_version")
+        managed = self.case.managed(self.case.versioned and isinstance(asked, tuple) and asked[0] >= 1)
+        capsule = managed.capsule()
+        self.lent.append((managed, capsule))
+        return capsule
+
+    def __del__(self):
+        for managed, capsule in self.lent:
+            name = capsule_name(capsule)
+            if not (name or b"").startswith(b"used_"):
+                DELETER(managed.struct.deleter)(managed.address)
+
+
+class ZooProducer(DevicelessZooProducer):
+    """A DevicelessZooProducer with ``__dlpack_device__``: on the CPU."""
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _legacy_producer(case: Case) -> ZooProducer:
+    # Every __dlpack__ of the array API has taken stream, since its first version.
+    return ZooProducer(case, accepts=("stream",))
+
+
+def _old_keywords_producer(case: Case) -> ZooProducer:
+    return ZooProducer(case, accepts=("stream", "max_version"))
+
+
+@dataclass
+class Outcome:
+    """What a consumer made of a producer: its result read back, or what it
+    raised; the producer's __dlpack__ calls and the tensors they lent; the
+    warnings raised. Read once the result and the producer are gone, so the
+    lent tensors' deleter counts are final."""
+    case: Case
+    result: ReadBack | None = None
+    raised: type | None = None
+    error: str = ""
+    calls: list = field(default_factory=list)
+    lent: list = field(default_factory=list)  # the ManagedTensors lent
+    warned: list = field(default_factory=list)  # (category, "Category: message")
+
+    def refused_with(self, *kinds: type) -> bool:
+        return self.raised is not None and issubclass(self.raised, kinds)
+
+    def imported(self) -> ReadBack:
+        """The result; Failed where the consumer refused."""
+        if self.result is None:
+            raise Failed(f"{self.case.name}: refused ({self.error})")
+        return self.result
+
+    def versioned(self) -> Outcome:
+        """Itself; not applicable where the consumer took no versioned tensor."""
+        if not any(m.versioned for m in self.lent):
+            raise NotApplicable(f"the consumer asks for no versioned tensor ({_calls(self.calls)}), and "
+                                f"{self.case.name} is one")
+        return self
+
+    def data(self) -> int | None:
+        """Where the first element of the last tensor lent is."""
+        data = self.lent[-1].struct.dl_tensor.data if self.lent else None
+        return None if data is None else data + self.case.byte_offset
+
+    def zero_copy(self) -> bool:
+        return self.result is not None and self.data() is not None and self.result.address == self.data()
+
+
+def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooProducer] = ZooProducer,
+          *, raw: bool = False) -> Outcome:
+    """The consumer's FUNCTION called on a producer of `case` made by `make`
+    (or on a DLPack 1.3 capsule of it, `raw`); its result read back, then
+    dropped with the producer."""
+    producer = make(case)
+    outcome = Outcome(case, calls=producer.calls)
+    offered = producer.__dlpack__(max_version=(1, 3)) if raw else producer
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            result = consumer.consume(offered)
+        except Exception as error:  # kept as words: its traceback would keep the producer alive
+            outcome.raised, outcome.error = type(error), describe(error)
+        else:
+            try:
+                outcome.result = read_back(result)
+            finally:
+                del result
+    outcome.warned = [(w.category, f"{w.category.__name__}: {w.message}") for w in warned]
+    outcome.lent = [managed for managed, _ in producer.lent]
+    del producer, offered
+    gc.collect()
+    return outcome
+
+
+def _calls(calls: list[dict]) -> str:
+    if not calls:
+        return "__dlpack__ was not called"
+    return ", then ".join("__dlpack__(" + ", ".join(f"{k}={v!r}" for k, v in c.items()) + ")" for c in calls)
+
+
+def _lent(outcome: Outcome) -> str:
+    """The case, and the struct it was lent as where that differs."""
+    kinds = {f"version {m.struct.version.major}.{m.struct.version.minor}" if m.versioned else "legacy"
+             for m in outcome.lent}
+    return f"{outcome.case.name} (lent as {' and '.join(sorted(kinds)) or 'nothing'})"
+
+
+def _values(outcome: Outcome) -> ReadBack:
+    """The imported result, checked against the case's expected values,
+    shape and dtype."""
+    got, case = outcome.imported(), outcome.case
+    want_dtype = dtype_name(case.dtype)
+    if got.shape != case.shape or got.dtype != want_dtype:
+        raise Failed(f"{case.name}: imported as {got.describe()}, expected {want_dtype}{list(case.shape)}")
+    if got.values is None:
+        raise Failed(f"{case.name}: the kit cannot read back the result's {got.dtype}")
+    if tuple(got.values) != case.expected:
+        raise Failed(f"{case.name}: imported holding {got.values}, expected {list(case.expected or ())}")
+    return got
+
+
+# -- the clauses -----------------------------------------------------------------------------
+
+
+@clause("consumer.import.values", title="a tensor is imported with its values, shape and dtype",
+        source=PYTHON_SPEC,
+        cites="A from_dlpack(x, ...) function, which accepts any (array) object with the two DLPack methods "
+              "implemented (see below) and uses them to construct a new array containing the data from x.")
+def import_values(consumer: Consumer) -> str:
+    got = _values(offer(consumer, BASELINE))
+    return f"{BASELINE.name}: read back through {got.via} as {got.describe()}, values right"
+
+
+@clause("consumer.import.zero-copy", title="the imported array shares the producer's memory",
+        source=PYTHON_SPEC, cites="If possible, this must be zero-copy (i.e. y will be a view on x).")
+def import_zero_copy(consumer: Consumer) -> str:
+    outcome = offer(consumer, BASELINE)
+    got = outcome.imported()
+    if not outcome.zero_copy():
+        where = "nowhere" if got.address is None else f"at 0x{got.address:x}"
+        raise Failed(f"{BASELINE.name}, data at 0x{outcome.data():x}: the result's first element is {where} "
+                     f"(read through {got.via}): a copy")
+    return f"the result's data (read through {got.via}) is the producer's"
+
+
+@clause("consumer.request.max-version", title="from_dlpack asks for a versioned tensor (max_version, major >= 1)",
+        source=PYTHON_SPEC,
+        cites="Starting Python array API standard v2023, a new max_version argument is added to __dlpack__ for "
+              "the consumer to signal the producer the maximal supported DLPack version.")
+def request_max_version(consumer: Consumer) -> str:
+    calls = _asked(consumer)
+    first = calls[0].get("max_version")
+    if not (isinstance(first, tuple) and len(first) == 2 and all(type(v) is int for v in first) and first[0] >= 1):
+        raise Failed(f"{_calls(calls)}: no max_version (major, minor) with major >= 1")
+    return _calls(calls)
+
+
+@clause("consumer.request.stream", title="from_dlpack passes no stream (or None) for a CPU tensor",
+        source=ARRAY_API, cites="On CPU and other device types without streams, only None is accepted.")
+def request_stream(consumer: Consumer) -> str:
+    calls = _asked(consumer)
+    if any(c.get("stream") is not None for c in calls):
+        raise Failed(f"for a producer on (1, 0): {_calls(calls)}")
+    return _calls(calls)
+
+
+def _asked(consumer: Consumer) -> list[dict]:
+    """How the consumer called the __dlpack__ of a plain CPU producer."""
+    outcome = offer(consumer, BASELINE)
+    if not outcome.calls:
+        raise Failed(f"__dlpack__ was not called ({outcome.error or 'and a result was returned'})")
+    return outcome.calls
+
+
+@clause("consumer.retry.legacy-producer",
+        title="a producer from before DLPack 1.0 (TypeError on max_version) is asked again without it, and imported",
+        source=ARRAY_API, cites="try: x.__dlpack__(max_version=(1, 0), ...) ... except TypeError: x.__dlpack__(...)")
+def retry_legacy(consumer: Consumer) -> str:
+    outcome = offer(consumer, LEGACY, _legacy_producer)
+    if outcome.result is None:
+        raise Failed(f"{_calls(outcome.calls)}; from_dlpack raised {outcome.error}")
+    _values(outcome)
+    return f"{_calls(outcome.calls)}: imported, values right"
+
+
+@clause("consumer.retry.device-copy",
+        title="a producer that takes max_version but not dl_device and copy (TypeError) is imported",
+        source=ARRAY_API, cites="This logic is also applicable to handling of the new dl_device and copy keywords.")
+def retry_device_copy(consumer: Consumer) -> str:
+    outcome = offer(consumer, BASELINE, _old_keywords_producer)
+    if outcome.result is None:
+        raise Failed(f"{_calls(outcome.calls)}; from_dlpack raised {outcome.error}")
+    _values(outcome)
+    return f"{_calls(outcome.calls)}: imported, values right"
+
+
+@clause("consumer.strides.null", title="NULL strides (in a DLPack 1.0 and in a legacy tensor) are read as C order",
+        source=PYTHON_SPEC,
+        cites="When the strides field in the DLTensor struct is NULL, it indicates a row-major compact array.")
+def strides_null(consumer: Consumer) -> str:
+    # The legacy tensor comes from a producer that takes max_version: a
+    # producer may answer with another version than the one asked for.
+    seen = []
+    for case in (NULL_STRIDES, NULL_STRIDES_LEGACY):
+        outcome = offer(consumer, case)
+        _values(outcome)
+        seen.append(f"{_lent(outcome)}: values right")
+    return "; ".join(seen)
+
+
+@clause("consumer.strides.honoured",
+        title="transposed, negative and zero strides are imported with the right values, or refused with "
+              "BufferError", source=HEADER, cites="strides of the tensor (in number of elements, not bytes)")
+def strides_honoured(consumer: Consumer) -> str:
+    seen, right = [], True
+    for case in (TRANSPOSED, ZERO, NEGATIVE):
+        try:
+            outcome = offer(consumer, case)
+            if outcome.result is None:
+                if not outcome.refused_with(BufferError):
+                    raise Failed(f"{case.name}: refused with {outcome.error}, not BufferError")
+                seen.append(f"{case.name}: refused ({outcome.error})")
+            else:
+                _values(outcome)
+                seen.append(f"{case.name}: values right")
+        except Failed as error:
+            seen.append(str(error))
+            right = False
+    if not right:
+        raise Failed("; ".join(seen))
+    return "; ".join(seen)
+
+
+@clause("consumer.byte-offset", title="byte_offset is added to data: the values start where it points",
+        source=HEADER, cites="The `byte_offset` field should be used to point to the beginning of the data.")
+def byte_offset(consumer: Consumer) -> str:
+    _values(offer(consumer, OFFSET))
+    return f"{OFFSET.name} (data 256-byte aligned, four elements before the first): values right"
+
+
+@clause("consumer.version.major-2", title="a tensor of DLPack major version 2 is refused with BufferError",
+        source=ARRAY_API,
+        cites="This means the consumer must verify the version even when max_version is passed. ... the "
+              "producer should raise a BufferError here to tell users that the consumer's max_version is too "
+              "old to allow the data exchange to happen.")
+def version_major_2(consumer: Consumer) -> str:
+    outcome = offer(consumer, MAJOR_2).versioned()
+    if outcome.result is not None:
+        raise Failed(f"{MAJOR_2.name}: imported as {outcome.result.describe()}")
+    if not outcome.refused_with(BufferError):
+        raise Failed(f"{MAJOR_2.name}: refused with {outcome.error}, not BufferError")
+    return f"refused: {outcome.error}"
+
+
+@clause("consumer.dtype.unknown-code", title="a dtype code DLPack does not define is refused",
+        source=HEADER,
+        cites="In the case of a minor version mismatch, the tensor can be safely used as long as the consumer "
+              "knows how to interpret all fields.")
+def dtype_unknown(consumer: Consumer) -> str:
+    outcome = offer(consumer, UNKNOWN_CODE)
+    if outcome.result is not None:
+        raise Failed(f"{UNKNOWN_CODE.name}: imported as {outcome.result.describe()}")
+    if outcome.refused_with(BufferError):
+        return f"refused: {outcome.error}"
+    return f"refused: {outcome.error} (DLPack's exception for a dtype that cannot be exchanged is BufferError)"
+
+
+@clause("consumer.dtype.lanes", title="a vector dtype (lanes 4) is refused, or imported as what it is",
+        source=HEADER, cites="float4(vectorized 4 float): type_code = 2, bits = 32, lanes = 4")
+def dtype_lanes(consumer: Consumer) -> str:
+    outcome = offer(consumer, LANES)
+    got = outcome.result
+    if got is None:
+        return f"refused: {outcome.error}"
+    if got.dtype == LANES.dtype and got.shape == LANES.shape and outcome.zero_copy():
+        return "imported as float32 x4 on the producer's memory"
+    if got.dtype == "float32" and got.shape == LANES.shape + (4,) and got.values == list(LANES.memory):
+        return "imported as float32[3, 4], values right"
+    raise Failed(f"{LANES.name}[3]: imported as {got.describe()}"
+                 + (f" holding {got.values}" if got.values is not None else ""))
+
+
+@clause("consumer.empty.null-data", title="a tensor of size 0 with NULL data is imported, empty, of its shape",
+        source=PYTHON_SPEC,
+        cites="If the array is of size zero, the data pointer in DLTensor should be set to either NULL or 0.")
+def empty_null_data(consumer: Consumer) -> str:
+    got = _values(offer(consumer, EMPTY))
+    return f"imported as {got.describe()}"
+
+
+@clause("consumer.read-only", title="READ_ONLY data becomes a read-only array, or a copy, or the flag is ignored "
+        "by a consumer whose arrays cannot be read-only", source=ARRAY_API,
+        cites="A consumer that does not support read-only arrays should ignore this flag (this is preferred over "
+              "raising an exception; the user is then responsible for ensuring the memory isn't modified).")
+def read_only(consumer: Consumer) -> str:
+    outcome = offer(consumer, READ_ONLY).versioned()
+    got = outcome.imported()
+    if not outcome.zero_copy():
+        return f"a copy (read through {got.via}), writable: {got.writable}"
+    if got.writable is False:
+        return f"read-only on the producer's memory (said by {got.writable_from})"
+    if got.writable_from == "its buffer":
+        # Every buffer says whether it is read-only: a consumer whose arrays
+        # export buffers supports read-only arrays.
+        raise Failed(f"{READ_ONLY.name}: the result shares the producer's memory and its buffer is writable")
+    return (f"flag ignored: the result shares the producer's memory, and {got.writable_from} do not say "
+            f"read-only (it has no buffer, so nothing shows it can be read-only)")
+
+
+@clause("consumer.device.absent", title="an object with __dlpack__ but no __dlpack_device__ is imported, or "
+        "refused with AttributeError or TypeError", source=ARRAY_API,
+        cites="AttributeError If the __dlpack__ and __dlpack_device__ methods are not present on the input array.")
+def device_absent(consumer: Consumer) -> str:
+    outcome = offer(consumer, BASELINE, DevicelessZooProducer)
+    if outcome.result is None:
+        if not outcome.refused_with(AttributeError, TypeError):
+            raise Failed(f"refused with {outcome.error}, not AttributeError or TypeError")
+        return f"refused: {outcome.error}"
+    _values(outcome)
+    return "imported, values right (the tensor says where it is)"
+
+
+@clause("consumer.capsule.raw", title="a raw capsule is refused, or taken with a DeprecationWarning",
+        source=PYTHON_SPEC,
+        cites="The __dlpack__ method will produce a PyCapsule containing a DLManagedTensor, which will be consumed "
+              "immediately within from_dlpack - therefore it is consumed exactly once, and it will not be visible "
+              "to users of the Python API.")
+def capsule_raw(consumer: Consumer) -> str:
+    outcome = offer(consumer, BASELINE, raw=True)
+    # NumPy's and CuPy's VisibleDeprecationWarning is a UserWarning: the name says it
+    deprecations = [said for category, said in outcome.warned
+                    if issubclass(category, (DeprecationWarning, FutureWarning)) or "Deprecation" in category.__name__]
+    if outcome.result is None:
+        if not outcome.refused_with(AttributeError, TypeError):
+            raise Failed(f"refused with {outcome.error}, not AttributeError or TypeError")
+        return f"refused: {outcome.error}"
+    if not deprecations:
+        others = "; ".join(said for _, said in outcome.warned)
+        raise Failed("taken without a DeprecationWarning" + (f" (warned: {others})" if others else ""))
+    return f"taken, warning {deprecations[0]}"
+
+
+# The deleter clauses: tensors the consumer imports, and tensors it must refuse.
+_DELETER_CASES = ((BASELINE, ZooProducer), (LEGACY, _legacy_producer), (MAJOR_2, ZooProducer),
+                  (UNKNOWN_CODE, ZooProducer))
+
+
+def _deleter_calls(consumer: Consumer) -> tuple[list[int], str]:
+    """The deleter calls of each tensor lent in the deleter cases, once the
+    results and producers are gone; and the counts in words."""
+    counts, words = [], []
+    for case, make in _DELETER_CASES:
+        outcome = offer(consumer, case, make)
+        calls = [managed.deleter_calls for managed in outcome.lent]
+        counts += calls
+        words.append(f"{case.name} {'imported' if outcome.result else 'refused'}: "
+                     + (", ".join(map(str, calls)) if calls else "none lent"))
+    return counts, "deleter calls once the result was dropped: " + "; ".join(words)
+
+
+@clause("consumer.deleter.released", title="the deleter runs once the array is gone, or once the tensor is refused",
+        source=HEADER,
+        cites="When the borrowing framework doesn't need the tensor, it should call the deleter to notify the host "
+              "that the resource is no longer needed.")
+def deleter_released(consumer: Consumer) -> str:
+    counts, words = _deleter_calls(consumer)
+    if 0 in counts:
+        raise Failed(words)
+    return words
+
+
+@clause("consumer.deleter.once", title="the deleter runs at most once", source=HEADER,
+        cites="The destructor deletes the argument self as well.")
+def deleter_once(consumer: Consumer) -> str:
+    counts, words = _deleter_calls(consumer)
+    if any(count > 1 for count in counts):
+        raise Failed(words)
+    return words
