@@ -118,17 +118,16 @@ def collect(nanobind: pathlib.Path | None, jobs: int | None = None) -> Report:
     from dlbridge.testing import check, clauses
     from dlbridge.testing._model import gpu_unavailable
     found = versions()
+    if nanobind is None:
+        found["nanobind"] = None
     runs = [(s, side) for s in SUBJECTS for side in SIDES
-            if s.spec(side) and (s.distribution is None or found[s.distribution])
-            and (s.name != "nanobind" or nanobind is not None)]
+            if s.spec(side) and (s.distribution is None or found[s.distribution])]
     for side in SIDES:
         clauses(side)  # imports the clause modules once, before the threads
     with _on_path([WRAPPERS] + ([nanobind] if nanobind else [])):
         with ThreadPoolExecutor(jobs or len(runs)) as pool:
             verdicts = pool.map(lambda run: check(run[1], run[0].spec(run[1])), runs)
             results = {(s.name, side): v for (s, side), v in zip(runs, verdicts)}
-    if nanobind is None:
-        found["nanobind"] = None
     return Report(found, gpu_unavailable() is None, results)
 
 
@@ -143,10 +142,17 @@ def versions_line(report: Report) -> str:
     return f"Run with {', '.join(named)}; GPU: {'yes' if report.gpu else 'none'}."
 
 
+# An observation's first characters are the ones the report quotes (PyTorch's
+# errors can list every backend of its dispatcher).
+QUOTED = 400
+
+
 def _words(observed: str) -> str:
     """An observation as Markdown code on one line, without the addresses that
     change from run to run."""
     words = re.sub(r"\b0x[0-9a-fA-F]{8,}\b", "0x...", " ".join(observed.split()))
+    if len(words) > QUOTED:
+        words = words[:QUOTED].rstrip() + " ..."
     return f"`` {words} ``" if "`" in words else f"`{words}`"
 
 
