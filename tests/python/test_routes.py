@@ -26,9 +26,9 @@ import pytest
 import torch
 
 import dlbridge
-from dlbridge.testing._abi import FLAG_IS_COPIED, DLManagedTensorVersioned
+from dlbridge.testing._abi import FLAG_IS_COPIED, DLManagedTensorVersioned, DLPackExchangeAPI, exchange_capsule
 from test_errors import exactly
-from test_exchange_api import CAPSULE_NAME, OURS, DLPackExchangeAPI, _capi, producer
+from test_exchange_api import OURS, producer
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -79,7 +79,7 @@ class CopyingTable:
         self.table = DLPackExchangeAPI.from_buffer_copy(OURS.struct)
         self.slot = PYFUNCTYPE(c_int, py_object, POINTER(c_void_p))(self._from_object)
         self.table.managed_tensor_from_py_object_no_sync = ctypes.cast(self.slot, c_void_p).value
-        self.capsule = _capi.PyCapsule_New(ctypes.addressof(self.table), ctypes.addressof(CAPSULE_NAME), None)
+        self.capsule = exchange_capsule(ctypes.addressof(self.table))
         self.deleter = ctypes.CFUNCTYPE(None, c_void_p)(self._delete)
         self.deleters = {}
 
