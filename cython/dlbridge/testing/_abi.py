@@ -377,13 +377,15 @@ class Table:
         self.address = _api.PyCapsule_GetPointer(capsule, EXCHANGE_CAPSULE_NAME)
         self.struct = DLPackExchangeAPI.from_address(self.address)
         s = self.struct
-        self.allocate = PYFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator)
-        self.allocate_nogil = CFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator)
-        self.from_object = PYFUNCTYPE(c_int, py_object, POINTER(c_void_p))(s.managed_tensor_from_py_object_no_sync)
-        self.to_object = PYFUNCTYPE(c_int, c_void_p, POINTER(c_void_p))(s.managed_tensor_to_py_object_no_sync)
-        self.dltensor = PYFUNCTYPE(c_int, py_object, POINTER(DLTensor))(s.dltensor_from_py_object_no_sync)
-        self.stream = PYFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream)
-        self.stream_nogil = CFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream)
+        # A NULL slot becomes a NULL function pointer (false; never called).
+        self.allocate = PYFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator or 0)
+        self.allocate_nogil = CFUNCTYPE(c_int, *ALLOCATOR_ARGS)(s.managed_tensor_allocator or 0)
+        self.from_object = PYFUNCTYPE(c_int, py_object, POINTER(c_void_p))(
+            s.managed_tensor_from_py_object_no_sync or 0)
+        self.to_object = PYFUNCTYPE(c_int, c_void_p, POINTER(c_void_p))(s.managed_tensor_to_py_object_no_sync or 0)
+        self.dltensor = PYFUNCTYPE(c_int, py_object, POINTER(DLTensor))(s.dltensor_from_py_object_no_sync or 0)
+        self.stream = PYFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream or 0)
+        self.stream_nogil = CFUNCTYPE(c_int, *STREAM_ARGS)(s.current_work_stream or 0)
 
     def managed(self, obj) -> DLManagedTensorVersioned:
         out = c_void_p()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import array
 import math
+import struct
 from typing import Any, cast
 
 # struct formats of the dtypes Python's buffer exporters can hold
@@ -59,8 +60,11 @@ def dlbridge_from_dlpack(producer: Any):
 def _buffer(shape: tuple[int, ...], dtype: str) -> memoryview:
     if dtype not in _FORMATS:
         raise NotImplementedError(f"the buffer protocol's struct module has no {dtype}")
+    if 0 in shape:
+        raise NotImplementedError("memoryview.cast cannot make a shape with a 0 extent")
     values = _values(shape, dtype)
-    flat: Any = memoryview(array.array("B", bytes(math.prod(shape) * array.array(_FORMATS[dtype]).itemsize)))
+    # struct, not array: array.array has no "?" (bool)
+    flat: Any = memoryview(array.array("B", bytes(math.prod(shape) * struct.calcsize(_FORMATS[dtype]))))
     typed = flat.cast(_FORMATS[dtype])
     typed[:] = array.array(_FORMATS[dtype], values) if dtype != "bool" else memoryview(bytes(values)).cast("?")
     return typed.cast("B").cast(_FORMATS[dtype], shape)
@@ -145,6 +149,8 @@ def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: boo
     _no_device(device)
     if read_only:
         raise NotImplementedError("array-api-strict makes no read-only arrays")
+    if not hasattr(xp, dtype):
+        raise NotImplementedError(f"array-api-strict has no {dtype}")
     return xp.reshape(xp.astype(xp.arange(math.prod(shape)), getattr(xp, dtype)), shape)
 
 
