@@ -161,7 +161,7 @@ class ManagedTensor:
             self.struct.version = DLPackVersion(*version)
             self.struct.flags = flags
         self.deleter_calls = 0
-        self.deleter_threads: list[int] = []
+        self.deleter_threads = []  # the idents of the threads that called the deleter
         _registry[self.address] = self
 
     @property
