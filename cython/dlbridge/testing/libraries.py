@@ -128,6 +128,8 @@ def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, de
     import jax.numpy as jnp
     if device is not None and not jax.devices("gpu" if device == "cuda" else device):
         raise NotImplementedError(f"JAX has no {device} device")
+    if jax.dtypes.canonicalize_dtype(dtype) != jnp.dtype(dtype):  # 64 bits without jax_enable_x64: astype gives 32
+        raise NotImplementedError(f"JAX makes no {dtype} arrays without jax_enable_x64")
     placed = jax.devices("cpu" if device is None else "gpu")[0]
     return jax.device_put(jnp.arange(math.prod(shape)).astype(dtype).reshape(shape), placed)
 
@@ -145,6 +147,8 @@ def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: boo
     _no_device(device)
     if read_only:
         raise NotImplementedError("array-api-strict makes no read-only arrays")
+    if not hasattr(xp, dtype):
+        raise NotImplementedError(f"array-api-strict has no {dtype}")
     return xp.reshape(xp.astype(xp.arange(math.prod(shape)), getattr(xp, dtype)), shape)
 
 
