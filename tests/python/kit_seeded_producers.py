@@ -15,8 +15,7 @@ import math
 import warnings
 from ctypes import CFUNCTYPE, PYFUNCTYPE, c_char_p, c_void_p, py_object
 
-
-from dlbridge.testing._abi import (DTYPES, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+from dlbridge.testing._abi import (DELETER, DTYPES, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
                                    DLManagedTensor, DLManagedTensorVersioned, ManagedTensor, _static_name,
                                    c_order_strides)
 from dlbridge.testing._model import expected_values
@@ -36,8 +35,7 @@ _capi.PyCapsule_New.restype = py_object
 _capi.PyCapsule_New.argtypes = [c_void_p, c_void_p, c_void_p]
 
 _WITH_GIL = PYFUNCTYPE(None, c_void_p)
-_DESTRUCTOR = CFUNCTYPE(None, c_void_p)
-DELETER = CFUNCTYPE(None, c_void_p)
+_DESTRUCTOR = CFUNCTYPE(None, c_void_p)  # PyCapsule_Destructor
 
 
 def _destroy(capsule: int, *, checks_name: bool) -> None:
@@ -65,12 +63,8 @@ def _delete(address: int) -> None:
     _made[address].owner = None
 
 
-def _delete_but_keep_the_array(address: int) -> None:
-    pass
-
-
 _deleter = DELETER(_delete)
-_leaky_deleter = DELETER(_delete_but_keep_the_array)
+_leaky_deleter = DELETER(lambda address: None)  # keeps the array
 
 
 class SeededArray:
