@@ -190,6 +190,9 @@ def test_jax():
         # JAX's capsule destructor calls its deleter function itself, not
         # through the struct's field, and its tensors hold no Python reference.
         "producer.deleter.unconsumed": (NOT_APPLICABLE, "the destructor does not call the struct's deleter field"),
+        **{f"producer.capsule.max-version-{version}": (PASS, "a 'dltensor' capsule (another version, as the spec "
+                                                             "allows; a versioned one is recommended)")
+           for version in ("1-0", "1-99", "2-0")},
     })
 
 

@@ -328,7 +328,7 @@ def stream_cpu(producer: Producer) -> str:
     seen = []
     for stream in (1, -1):
         tensor, error, call = _outcome(x, stream=stream)
-        if tensor is None:
+        if error is not None:
             seen.append(f"{call} raised {describe(error)}")
             continue
         device = tensor.device
@@ -353,7 +353,7 @@ def dl_device_unsupported(producer: Producer) -> str:
         if own[0] == target[0]:
             continue
         tensor, error, call = _outcome(x, dl_device=target)
-        if tensor is not None:
+        if error is None:
             device = tensor.device
             _released(tensor)
             if device != target:
@@ -383,7 +383,7 @@ def dl_device_copy_false(producer: Producer) -> str:
         tensor, error, call = _outcome(x, dl_device=target, copy=False)
         if isinstance(error, BufferError):
             return f"{call} raised {describe(error)}"
-        if tensor is not None:  # memory both devices reach: no copy needed, none allowed
+        if error is None:  # memory both devices reach: no copy needed, none allowed
             own_export = export(x)
             copied = tensor.flags & FLAG_IS_COPIED or tensor.first != own_export.first
             _released(tensor, own_export)
@@ -426,6 +426,8 @@ def _named(producer: Producer, version: tuple[int, int] | None, allowed: tuple[b
     _released(tensor)
     if tensor.name not in allowed:
         raise Failed(found)
+    if version is not None and version >= (1, 0) and not tensor.versioned:
+        found += " (another version, as the spec allows; a versioned one is recommended)"
     return found
 
 
@@ -529,7 +531,7 @@ def flags_is_copied(producer: Producer) -> str:
     try:
         for copy in (None, False, True):
             tensor, error, call = _outcome(x, copy=copy)
-            if tensor is None:
+            if error is not None:
                 if isinstance(error, TypeError):
                     raise NotApplicable(f"{call} raised {describe(error)} (see producer.keywords.copy)")
                 seen.append(f"{call} raised {describe(error)}")
