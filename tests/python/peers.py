@@ -53,3 +53,8 @@ JAX_IMPORTS_FLOAT4 = JAX < (0, 9, 2)
 # No JAX holds float6 arrays on CPU. Before 0.10.2 jnp refuses the NumPy dtype
 # (TypeError); from 0.10.2 JAX knows the type and XLA refuses it.
 JAX_KNOWS_FLOAT6 = JAX >= (0, 10, 2)
+
+# NumPy before 2.4 raises ValueError for a dl_device it cannot export to
+# (__dlpack__(dl_device=(9, 0))); from 2.4 BufferError, as the array API asks
+# (numpy#30351, in 2.4.0).
+NUMPY_DLPACK_DEVICE_BUFFER_ERROR = NUMPY >= "2.4.0"

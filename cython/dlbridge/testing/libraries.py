@@ -132,6 +132,8 @@ def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, de
     import jax.numpy as jnp
     if device is not None and not jax.devices("gpu" if device == "cuda" else device):
         raise NotImplementedError(f"JAX has no {device} device")
+    if jax.dtypes.canonicalize_dtype(dtype) != jnp.dtype(dtype):  # 64 bits without jax_enable_x64: astype gives 32
+        raise NotImplementedError(f"JAX makes no {dtype} arrays without jax_enable_x64")
     placed = jax.devices("cpu" if device is None else "gpu")[0]
     return jax.device_put(jnp.arange(math.prod(shape)).astype(dtype).reshape(shape), placed)
 

@@ -1,0 +1,208 @@
+"""The conformance kit's producer clauses (dlbridge.testing._producer).
+
+Seeded producers (kit_seeded_producers.py), each with one bug, must fail
+exactly the clause meant for it and pass or be n/a on every other clause of
+the module; dlbridge passes all of them; each real library's verdicts are
+recorded with its own words for each failure (docs/compatibility.md).
+Only this module's clauses are looked at: the other kit modules have tests
+of their own.
+"""
+import threading
+import warnings
+
+import pytest
+
+import kit_seeded_producers as seeded
+import peers
+from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, check, check_producer, clauses, libraries
+from dlbridge.testing import _producer
+
+# The seeded deprecated_dlpack's warning, which every clause sets off.
+pytestmark = pytest.mark.filterwarnings("ignore:__dlpack__ is deprecated:DeprecationWarning")
+
+MINE = [c.id for c in clauses("producer") if c.check.__module__ == _producer.__name__]
+NO_GIL = "producer.deleter.no-gil"
+SOURCES = {"DLPack Python specification", "dlpack.h", "array API standard"}
+
+
+def verdicts(results) -> dict:
+    """clause id -> (verdict, observed), for this module's clauses."""
+    return {r.clause: (r.verdict, r.observed) for r in results if r.clause in MINE}
+
+
+def assert_verdicts(found: dict, expected: dict) -> None:
+    """Each clause of `expected` ({id: (verdict, words in the observation)})
+    has that verdict, with those words; every other clause passes."""
+    assert set(found) == set(MINE)
+    for clause_id, (verdict, observed) in found.items():
+        want, words = expected.get(clause_id, (PASS, ""))
+        assert (verdict, words in observed) == (want, True), (clause_id, verdict, observed)
+
+
+def test_every_clause_cites_its_source():
+    for c in clauses("producer"):
+        if c.id in MINE:
+            assert c.id.startswith("producer.") and c.title and c.cites and c.tier == "cpu", c
+            assert c.source in SOURCES, c
+
+
+def test_dlbridge_passes_every_clause():
+    assert_verdicts(verdicts(check_producer(libraries.dlbridge_array, only=MINE)), {})
+
+
+def test_the_seeded_producer_without_a_bug_passes_every_clause():
+    assert_verdicts(verdicts(check_producer(seeded.correct, only=MINE)), {})
+
+
+# (factory in kit_seeded_producers, the clause that must catch it, words of its observation)
+SEEDED = [
+    # the bug classes seen in the field (issue 25)
+    ("buffer_only", "producer.methods", "_BufferOnly has no __dlpack__ and no __dlpack_device__"),
+    ("gpu_label_on_host_memory", "producer.device.consistent",
+     "__dlpack_device__() returned (2, 0), the tensor of __dlpack__(max_version=(1, 3)) is on (1, 0)"),
+    ("deprecated_dlpack", "producer.protocol.no-deprecation", "DeprecationWarning: __dlpack__ is deprecated"),
+    ("byte_offset_counted_twice", "producer.struct.values", "(byte_offset 16, strides (3, 1)) reads [4.0, 5.0, "),
+    ("value_error_for_device", "producer.dl-device.unsupported",
+     "dl_device=(9, 0)) raised ValueError: unsupported device (9, 0), not BufferError"),
+    ("read_only_unflagged", "producer.flags.read-only", "returned flags 0x0, without READ_ONLY"),
+    ("is_copied_without_copy", "producer.flags.is-copied", "copy=None): the same data, IS_COPIED set"),
+    ("null_strides_in_1_3", "producer.struct.strides", "returned NULL strides in a tensor of version (1, 3)"),
+    ("deleter_twice", "producer.deleter.consumed", "dropped: its destructor called the deleter"),
+    # one per clause beyond them, so that each can fail
+    ("swallows_unknown_keywords", "producer.keywords.unknown", "returned a capsule: the keyword was ignored"),
+    ("refuses_dl_device_cpu", "producer.keywords.dl-device-cpu",
+     "dl_device=(1, 0)) raised BufferError: dl_device (1, 0) is not supported"),
+    ("versioned_without_max_version", "producer.capsule.max-version-none",
+     "__dlpack__(max_version=None) returned a 'dltensor_versioned' capsule"),
+    ("versioned_for_0_x", "producer.capsule.max-version-0",
+     "__dlpack__(max_version=(0, 8)) returned a 'dltensor_versioned' capsule"),
+    ("refuses_1_0", "producer.capsule.max-version-1-0", "raised BufferError: max_version (1, 0) is older than 1.3"),
+    ("refuses_1_99", "producer.capsule.max-version-1-99", "raised BufferError: max_version (1, 99) is newer"),
+    ("refuses_2_0", "producer.capsule.max-version-2-0", "raised BufferError: max_version (2, 0) is not DLPack 1"),
+    ("version_2_for_1_3", "producer.struct.version", "returned a tensor of version (2, 3)"),
+    ("copy_true_shares", "producer.copy.true", "copy=True) returned the array's own data"),
+    ("copy_false_copies", "producer.copy.false", "copy=False) returned other memory"),
+    ("cpu_device_id_1", "producer.device.valid", "returned (1, 1): device_id 1 on kDLCPU"),
+    ("bool_as_uint8", "producer.struct.shape-dtype", "dtype (code, bits, lanes) (1, 8, 1), not (2, 2), (6, 8, 1)"),
+    ("padded_flag_on_whole_bytes", "producer.flags.subbyte-padded", "IS_SUBBYTE_TYPE_PADDED with bits 32"),
+    ("refuses_empty", "producer.struct.size-zero", "raised BufferError: an empty array has no data to export"),
+    ("destructor_never_deletes", "producer.deleter.unconsumed",
+     "the deleter was never called, and the tensor still holds 1 reference(s) to the array (a leak)"),
+    ("deleter_keeps_the_array", "producer.deleter.refcount", "three exports consumed and released: the array's reference count went from"),
+]
+
+
+@pytest.mark.parametrize("factory, clause_id, words", SEEDED, ids=[factory for factory, _, _ in SEEDED])
+def test_a_seeded_bug_fails_exactly_its_clause(factory, clause_id, words):
+    found = verdicts(check_producer(getattr(seeded, factory), only=MINE))
+    assert {c for c, (verdict, _) in found.items() if verdict == FAIL} == {clause_id}, found
+    assert words in found[clause_id][1], found[clause_id]
+
+
+def test_a_deleter_that_needs_the_gil_crashes_only_its_clause():
+    # In child processes: the deleter called without the GIL takes its process down.
+    found = verdicts(check("producer", "kit_seeded_producers:deleter_needs_gil"))
+    assert {c for c, (verdict, _) in found.items() if verdict == FAIL} == {NO_GIL}, found
+    # A signal, or AddressSanitizer's exit status where it catches the SIGSEGV (asan-python).
+    assert found[NO_GIL][1].startswith(("crashed: signal 11", "the process exited (status 1)")), found[NO_GIL]
+    assert verdicts(check_producer(seeded.correct, only=[NO_GIL]))[NO_GIL][0] == PASS
+
+
+def test_a_producer_from_before_max_version_is_read_through_the_legacy_call():
+    # __dlpack__(stream=None) only: refusing the newer keywords is what
+    # fails; the struct is read through __dlpack__(), as a consumer does.
+    found = verdicts(check_producer(seeded.legacy_only, only=MINE))
+    refused = {"producer.keywords.max-version": "max_version", "producer.keywords.dl-device-none": "dl_device",
+               "producer.keywords.dl-device-cpu": "dl_device", "producer.keywords.copy": "copy"}
+    expected = {c: (FAIL, f"got an unexpected keyword argument '{keyword}'") for c, keyword in refused.items()}
+    expected.update({c: (NOT_APPLICABLE, "(see producer.keywords.max-version)") for c in (
+        "producer.capsule.max-version-0", "producer.capsule.max-version-1-0", "producer.capsule.max-version-1-99",
+        "producer.capsule.max-version-2-0")})
+    expected.update({c: (NOT_APPLICABLE, "(see producer.keywords.copy)") for c in (
+        "producer.flags.is-copied", "producer.copy.true", "producer.copy.false")})
+    expected.update({c: (NOT_APPLICABLE, "__dlpack__() returned a legacy \"dltensor\" capsule") for c in (
+        "producer.struct.version", "producer.flags.subbyte-padded")})
+    expected["producer.dl-device.unsupported"] = (NOT_APPLICABLE, "(see producer.keywords.dl-device-none)")
+    expected["producer.dl-device.copy-false"] = (NOT_APPLICABLE, "and so does copy=None")
+    expected["producer.flags.read-only"] = (PASS, "__dlpack__() raised BufferError: read-only data has no legacy")
+    assert_verdicts(found, expected)
+    assert found["producer.struct.values"][1] == ("right for float32[2, 3], float64[], int32[6], int64[2, 1, 3], "
+                                                  "uint8[4], bool[2, 2], int8[5], uint64[2]")
+    assert found["producer.device.consistent"] == (PASS, "both say (1, 0) (kDLCPU)")
+
+
+def test_the_clauses_leave_no_warnings_filter_and_no_thread_behind():
+    filters, threads = list(warnings.filters), threading.active_count()
+    check_producer(seeded.deprecated_dlpack, only=MINE)
+    assert (warnings.filters, threading.active_count()) == (filters, threads)
+
+
+# -- the real libraries (docs/compatibility.md) --------------------------------------------------------------
+
+
+def _numpy_expected() -> dict:
+    if peers.NUMPY_DLPACK_DEVICE_BUFFER_ERROR:
+        return {}
+    return {"producer.dl-device.unsupported": (FAIL, "dl_device=(9, 0)) raised ValueError: unsupported device "
+                                                     "requested, not BufferError"),
+            "producer.dl-device.copy-false": (NOT_APPLICABLE, "raised ValueError: unsupported device requested, "
+                                                              "and so does copy=None")}
+
+
+def test_numpy():
+    assert_verdicts(verdicts(check_producer(libraries.numpy_array, only=MINE)), _numpy_expected())
+
+
+def test_array_api_strict():
+    pytest.importorskip("array_api_strict")
+    expected = _numpy_expected()  # its arrays are NumPy's
+    expected["producer.flags.read-only"] = (NOT_APPLICABLE, "array-api-strict makes no read-only arrays")
+    assert_verdicts(verdicts(check_producer(libraries.array_api_strict_array, only=MINE)), expected)
+
+
+def test_torch():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("the verdicts are recorded for torch without CUDA (the CPU wheel tests/requirements.txt installs)")
+    assert_verdicts(verdicts(check_producer(libraries.torch_tensor, only=MINE)), {
+        "producer.dl-device.unsupported": (FAIL, "dl_device=(2, 0)) raised NotImplementedError: Could not run "
+                                                 "'aten::empty_strided' with arguments from the 'CUDA' backend"),
+        "producer.dl-device.copy-false": (NOT_APPLICABLE, "raised ValueError: cannot move (i.e. copy=False) tensor "
+                                                          "from cpu to cuda:0 without copying., and so does copy=None"),
+        "producer.flags.read-only": (NOT_APPLICABLE, "PyTorch has no read-only tensors"),
+        "producer.flags.is-copied": (FAIL, "__dlpack__(max_version=(1, 3), copy=True): a copy, IS_COPIED unset"),
+    })
+
+
+def test_jax():
+    jax = pytest.importorskip("jax")
+    if jax.default_backend() != "cpu":
+        pytest.skip("the verdicts are recorded for JAX on the CPU")
+    legacy = "__dlpack__(max_version=(1, 3)) returned a legacy \"dltensor\" capsule"
+    assert_verdicts(verdicts(check_producer(libraries.jax_array, only=MINE)), {
+        "producer.dl-device.unsupported": (FAIL, "dl_device=(2, 0)) raised RuntimeError: Unknown backend cuda. "
+                                                 "Available backends are ['cpu'], not BufferError"),
+        "producer.dl-device.copy-false": (NOT_APPLICABLE, "raised RuntimeError: Unknown backend cuda"),
+        "producer.struct.version": (NOT_APPLICABLE, legacy),
+        "producer.flags.read-only": (NOT_APPLICABLE, legacy),
+        "producer.flags.is-copied": (NOT_APPLICABLE, "copy=None) returned a legacy \"dltensor\" capsule"),
+        "producer.flags.subbyte-padded": (NOT_APPLICABLE, legacy),
+        # JAX's capsule destructor calls its deleter function itself, not
+        # through the struct's field, and its tensors hold no Python reference.
+        "producer.deleter.unconsumed": (NOT_APPLICABLE, "the destructor does not call the struct's deleter field"),
+        **{f"producer.capsule.max-version-{version}": (PASS, "a 'dltensor' capsule (another version, as the spec "
+                                                             "allows; a versioned one is recommended)")
+           for version in ("1-0", "1-99", "2-0")},
+    })
+
+
+@pytest.mark.parametrize("factory, name", [(libraries.memoryview_of, "memoryview"), (libraries.array_array, "array"),
+                                           (libraries.bytes_of, "bytes")])
+def test_the_buffer_exporters(factory, name):
+    # No DLPack at all: the buffer protocol is theirs (the kit's interface clauses).
+    expected = {c: (NOT_APPLICABLE, f"{name} has no __dlpack__ (see producer.methods)") for c in MINE}
+    expected["producer.methods"] = (FAIL, f"{name} has no __dlpack__ and no __dlpack_device__")
+    expected["producer.device.valid"] = (NOT_APPLICABLE, f"{name} has no __dlpack_device__ (see producer.methods)")
+    if name == "array":  # array.array is always writable
+        expected["producer.flags.read-only"] = (NOT_APPLICABLE, "the factory declines")
+    assert_verdicts(verdicts(check_producer(factory, only=MINE)), expected)
