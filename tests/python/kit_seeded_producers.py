@@ -130,8 +130,8 @@ def correct(shape, dtype, *, read_only=False):
 
 
 class _BufferOnly:
-    """nanobind's old ndarray: the buffer protocol and a function that
-    returns a capsule, but no __dlpack__ of its own."""
+    """nanobind's old ndarray: a function that returns a capsule, but no
+    __dlpack__ of its own (nor any other protocol)."""
 
     def __init__(self, array: SeededArray) -> None:
         self.array = array

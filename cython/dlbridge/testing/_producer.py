@@ -199,10 +199,29 @@ def _versioned(t: Tensor) -> Tensor:
               "from_dlpack, to query what device the array is on ... and to access the data.")
 def methods(producer: Producer) -> str:
     _, _, x = producer.make_any()
-    missing = [name for name in ("__dlpack__", "__dlpack_device__") if not callable(getattr(type(x), name, None))]
+    name = type(x).__qualname__
+    missing = [method for method in ("__dlpack__", "__dlpack_device__") if not callable(getattr(type(x), method, None))]
+    if len(missing) == 2:
+        other = _other_protocol(x)
+        if other:  # not a DLPack producer at all: the interface clauses check what it has
+            raise NotApplicable(f"{name} has no __dlpack__ and no __dlpack_device__: it exports through {other} only")
+        raise Failed(f"{name} has no __dlpack__ and no __dlpack_device__, and no other way to export its data")
     if missing:
-        raise Failed(f"{type(x).__qualname__} has no {' and no '.join(missing)}")
-    return f"{type(x).__qualname__} has both"
+        raise Failed(f"{name} has no {missing[0]}")
+    return f"{name} has both"
+
+
+def _other_protocol(x) -> str | None:
+    """The exchange protocol other than DLPack that `x` speaks, if any."""
+    try:
+        memoryview(x).release()
+        return "the buffer protocol"
+    except TypeError:
+        pass
+    for interface in ("__array_interface__", "__cuda_array_interface__"):
+        if hasattr(x, interface):
+            return interface
+    return None
 
 
 @clause("producer.device.valid", title="__dlpack_device__ returns (device_type, device_id): a DLPack device type, "
