@@ -421,3 +421,33 @@ def shape_of(t: DLTensor):
 
 def strides_of(t: DLTensor):
     return tuple(t.strides[i] for i in range(t.ndim))
+
+
+# -- the buffer protocol ----------------------------------------------------------------
+
+
+class Py_buffer(Structure):
+    """CPython's Py_buffer (stable since Python 3.3)."""
+    _fields_ = [("buf", c_void_p), ("obj", c_void_p), ("len", ctypes.c_ssize_t), ("itemsize", ctypes.c_ssize_t),
+                ("readonly", c_int), ("ndim", c_int), ("format", c_char_p), ("shape", POINTER(ctypes.c_ssize_t)),
+                ("strides", POINTER(ctypes.c_ssize_t)), ("suboffsets", POINTER(ctypes.c_ssize_t)),
+                ("internal", c_void_p)]
+
+
+_api.PyObject_GetBuffer.argtypes = [py_object, POINTER(Py_buffer), c_int]
+_api.PyObject_GetBuffer.restype = c_int
+_api.PyBuffer_Release.argtypes = [POINTER(Py_buffer)]
+_api.PyBuffer_Release.restype = None
+_PYBUF_FULL_RO = 0x100 | 0x10 | 0x08 | 0x04  # INDIRECT | STRIDES | ND | FORMAT, as memoryview asks
+
+
+def buffer_address(obj) -> tuple[int, bool]:
+    """(address of the first element, readonly) of obj's buffer, asked for as
+    memoryview asks (ctypes' from_buffer would need a writable one); raises
+    what the exporter raises (TypeError where obj has no buffer)."""
+    view = Py_buffer()
+    _api.PyObject_GetBuffer(obj, ctypes.byref(view), _PYBUF_FULL_RO)
+    try:
+        return view.buf or 0, bool(view.readonly)
+    finally:
+        _api.PyBuffer_Release(ctypes.byref(view))

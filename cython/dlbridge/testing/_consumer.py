@@ -13,14 +13,15 @@ every clause of the zoo.
 from __future__ import annotations
 
 import ctypes
+from ctypes import c_float, c_uint8
 import gc
 import math
 import warnings
-from ctypes import POINTER, Structure, c_char_p, c_float, c_int, c_ssize_t, c_uint8, c_void_p, py_object
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbridge.testing._abi import DELETER, FLAG_READ_ONLY, Consumed, ManagedTensor, capsule_name, dtype_name
+from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, Consumed, ManagedTensor, buffer_address, capsule_name,
+                                   dtype_name)
 from dlbridge.testing._model import Consumer, Failed, NotApplicable, clause, describe
 
 PYTHON_SPEC = "DLPack Python specification"
@@ -115,7 +116,7 @@ def _through_buffer(result: Any, view: memoryview) -> ReadBack:
     except NotImplementedError:  # formats memoryview cannot unpack (complex numbers)
         values = None
     return ReadBack("its buffer", tuple(view.shape or ()), name or view.format, values,
-                    _buffer_address(result) if view.nbytes else None, not view.readonly, "its buffer")
+                    buffer_address(result) if view.nbytes else None, not view.readonly, "its buffer")
 
 
 def _flat(nested: Any, ndim: int) -> list:
@@ -137,31 +138,6 @@ def _buffer_dtype(fmt: str, itemsize: int) -> str | None:
         return "bool"
     kind = _BUFFER_KINDS.get(code)
     return f"{kind}{itemsize * 8}" if kind else None
-
-
-class _PyBuffer(Structure):
-    _fields_ = [("buf", c_void_p), ("obj", c_void_p), ("len", c_ssize_t), ("itemsize", c_ssize_t),
-                ("readonly", c_int), ("ndim", c_int), ("format", c_char_p), ("shape", POINTER(c_ssize_t)),
-                ("strides", POINTER(c_ssize_t)), ("suboffsets", POINTER(c_ssize_t)), ("internal", c_void_p)]
-
-
-_python = ctypes.PyDLL(None)  # our own handle: argtypes set here stay ours
-_python.PyObject_GetBuffer.argtypes = [py_object, POINTER(_PyBuffer), c_int]
-_python.PyObject_GetBuffer.restype = c_int
-_python.PyBuffer_Release.argtypes = [POINTER(_PyBuffer)]
-_python.PyBuffer_Release.restype = None
-_PYBUF_FULL_RO = 0x11C  # PyBUF_INDIRECT | PyBUF_FORMAT: what memoryview() asks for
-
-
-def _buffer_address(exporter: Any) -> int:
-    """The address of the first element of `exporter`'s buffer (readable
-    or not: ctypes' from_buffer needs a writable one)."""
-    view = _PyBuffer()
-    _python.PyObject_GetBuffer(exporter, ctypes.byref(view), _PYBUF_FULL_RO)
-    try:
-        return view.buf or 0
-    finally:
-        _python.PyBuffer_Release(ctypes.byref(view))
 
 
 # -- the zoo ---------------------------------------------------------------------------------

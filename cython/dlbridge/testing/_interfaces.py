@@ -15,11 +15,10 @@ import itertools
 import math
 import struct
 import sys
-from ctypes import POINTER, Structure, c_char_p, c_int, c_ssize_t, c_void_p, py_object
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from dlbridge.testing._abi import DTYPES, FLAG_READ_ONLY, c_order_strides, dtype_name
+from dlbridge.testing._abi import DTYPES, FLAG_READ_ONLY, buffer_address, c_order_strides, dtype_name
 from dlbridge.testing._model import Failed, NotApplicable, Producer, clause, expected_values, gpu_unavailable
 from dlbridge.testing._producer import exported
 
@@ -309,7 +308,7 @@ def _interface_data(x, found: dict, shape) -> tuple[int, bool, str]:
         return address, read_only, f"data ({address:#x}, {read_only})"
     owner, said = (x, "data absent: x's own buffer") if data is None else (data, f"data {type(data).__name__}")
     try:
-        address, read_only = _buffer_address(owner)
+        address, read_only = buffer_address(owner)
     except (TypeError, BufferError) as error:
         raise Failed(f"{said}, which exports no buffer ({error})") from None
     offset = found.get("offset", 0)
@@ -432,32 +431,6 @@ def cai_mask(producer: Producer) -> str:
 # -- the buffer protocol --------------------------------------------------------
 
 
-class _Buffer(Structure):
-    """CPython's Py_buffer (stable since Python 3.3)."""
-    _fields_ = [("buf", c_void_p), ("obj", c_void_p), ("len", c_ssize_t), ("itemsize", c_ssize_t),
-                ("readonly", c_int), ("ndim", c_int), ("format", c_char_p), ("shape", POINTER(c_ssize_t)),
-                ("strides", POINTER(c_ssize_t)), ("suboffsets", POINTER(c_ssize_t)), ("internal", c_void_p)]
-
-
-_python = ctypes.PyDLL(None)  # a handle of our own: argtypes set here stay ours
-_python.PyObject_GetBuffer.argtypes = [py_object, POINTER(_Buffer), c_int]
-_python.PyObject_GetBuffer.restype = c_int
-_python.PyBuffer_Release.argtypes = [POINTER(_Buffer)]
-_python.PyBuffer_Release.restype = None
-_PYBUF_FULL_RO = 0x100 | 0x10 | 0x08 | 0x04  # INDIRECT | STRIDES | ND | FORMAT, as memoryview asks
-
-
-def _buffer_address(obj) -> tuple[int, bool]:
-    """(buf, readonly) of obj's buffer, asked for as memoryview asks; raises
-    what the exporter raises (TypeError where obj has no buffer)."""
-    view = _Buffer()
-    _python.PyObject_GetBuffer(obj, ctypes.byref(view), _PYBUF_FULL_RO)
-    try:
-        return view.buf or 0, bool(view.readonly)
-    finally:
-        _python.PyBuffer_Release(ctypes.byref(view))
-
-
 def _view(producer: Producer, shape=None, dtype=None, read_only: bool = False):
     """(shape, dtype, the factory's array, a memoryview of it); without
     `shape`, of the first small case the factory makes. NotApplicable where
@@ -533,7 +506,7 @@ def buffer_dlpack_agrees(producer: Producer) -> str:
     exported = _dlpack_layout(x)
     if exported is None:
         raise NotApplicable(f"{type(x).__qualname__} has no DLPack export to compare the buffer with")
-    address, _ = _buffer_address(x)
+    address, _ = buffer_address(x)
     said = f"buffer at {address:#x}, strides {view.strides}; DLPack data at {exported.address:#x}, " \
            f"byte strides {exported.strides}"
     if view.suboffsets:
