@@ -116,7 +116,7 @@ def _through_buffer(result: Any, view: memoryview) -> ReadBack:
     except NotImplementedError:  # formats memoryview cannot unpack (complex numbers)
         values = None
     return ReadBack("its buffer", tuple(view.shape or ()), name or view.format, values,
-                    buffer_address(result) if view.nbytes else None, not view.readonly, "its buffer")
+                    buffer_address(result)[0] if view.nbytes else None, not view.readonly, "its buffer")
 
 
 def _flat(nested: Any, ndim: int) -> list:
