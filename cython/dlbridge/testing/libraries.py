@@ -151,3 +151,38 @@ def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: boo
 def array_api_strict_from_dlpack(producer: Any):
     import array_api_strict as xp
     return xp.from_dlpack(producer)
+
+
+# -- CuPy, and consumers of the CUDA array interface (the GPU tier) ---------------------------
+
+def cupy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    # CuPy's arrays live on a GPU: only the GPU tier, which asks for device="cuda", gets one.
+    if device != "cuda":
+        raise NotImplementedError(f"CuPy arrays live on a GPU, not on {device or 'the host'}")
+    if read_only:
+        raise NotImplementedError("CuPy makes no read-only arrays")
+    import cupy
+    return cupy.arange(math.prod(shape)).astype(dtype).reshape(shape)
+
+
+def cupy_from_dlpack(producer: Any):
+    import cupy
+    return cupy.from_dlpack(producer)
+
+
+# from_dlpack takes DLPack producers only; these take a __cuda_array_interface__
+# too, which the GPU tier's consumer.gpu-interface clauses hand them.
+
+def cupy_asarray(producer: Any):
+    import cupy
+    return cupy.asarray(producer)
+
+
+def torch_as_tensor(producer: Any):
+    import torch
+    return torch.as_tensor(producer)
+
+
+def dlbridge_asarray(producer: Any):
+    import dlbridge
+    return dlbridge.asarray(producer)
