@@ -126,16 +126,16 @@ def test_memory_kinds_and_the_labels_they_need():
     assert _gpu.label_name((2, 1)) == "(kDLCUDA, 1)" and _gpu.label_name((7, 0)) == "(7, 0)"
 
 
-@pytest.mark.parametrize("typestr, expected", [("<f4", ("f", 4)), ("|u1", ("B", 1)), ("|b1", ("?", 1)),
-                                               ("<c8", ("2f", 8)), ("<i8", ("q", 8)), ("=f2", ("e", 2))])
+@pytest.mark.parametrize("typestr, expected", [("<f4", "float32"), ("|u1", "uint8"), ("|b1", "bool"),
+                                               ("<c8", "complex64"), ("<i8", "int64"), ("=f2", "float16")])
 def test_typestrs_the_kit_reads(typestr, expected):
-    assert _gpu.typestr_format(typestr) == expected
+    assert _gpu.typestr_dtype(typestr) == expected
 
 
-@pytest.mark.parametrize("typestr", [">f4", "<f3", "f4", None, "|f4", "<V8", "<f"])
+@pytest.mark.parametrize("typestr", [">f4", "<f3", "f4", None, "|f4", "<V8", "<f", "<b2", "<c4"])
 def test_typestrs_the_kit_refuses(typestr):
     with pytest.raises(Failed, match="typestr"):
-        _gpu.typestr_format(typestr)
+        _gpu.typestr_dtype(typestr)
 
 
 def test_byte_offsets_spans_and_decoding():
@@ -145,13 +145,13 @@ def test_byte_offsets_spans_and_decoding():
     assert _gpu.byte_offsets((2, 0), (0, 4)) == [] and _gpu.byte_offsets((), ()) == [0]
     assert _gpu.span([0, -4, -8], 4) == (-8, 12) and _gpu.span([], 4) == (0, 0)
     raw = np.arange(6, dtype=np.float32).tobytes()
-    assert _gpu.decode(raw, [20, 0], "f") == [5.0, 0.0]
-    assert _gpu.decode(np.array([1 + 2j], np.complex64).tobytes(), [0], "2f") == [1 + 2j]
+    assert _gpu.decode(raw, [20, 0], "float32") == [5.0, 0.0]
+    assert _gpu.decode(np.array([1 + 2j], np.complex64).tobytes(), [0], "complex64") == [1 + 2j]
 
 
 def test_interface_layouts():
     base = {"shape": (2, 3), "typestr": "<f4", "data": (4096, True), "version": 3}
-    c_order = _gpu.Interface((2, 3), "f", 4, (12, 4), 4096, True)
+    c_order = _gpu.Interface((2, 3), "float32", (12, 4), 4096)
     assert _gpu.interface_layout(base) == c_order
     assert _gpu.interface_layout(dict(base, strides=None)) == c_order
     assert _gpu.interface_layout(dict(base, strides=(4, 8))).strides == (4, 8)
@@ -270,9 +270,10 @@ def test_without_a_driver_the_tier_says_why():
 
 class FakeCuda:
     """Cuda over host memory. "Device" memory is what alloc returns or
-    register names (kept alive, so that no host allocation reuses it); a write queued on a stream lands only when something
-    waits for it: a read on that stream, on a stream made to wait for it
-    (order), a read on no stream (the legacy one), or synchronize."""
+    register names (kept alive, so that no host allocation reuses it). A
+    write queued on a stream lands only when something waits for it: a read
+    on that stream, or on a stream made to wait for it (order), a read on no
+    stream (the legacy one), or synchronize."""
 
     def __init__(self):
         self.device = []  # (first, end) of "device" memory
@@ -438,6 +439,11 @@ class DoesNotOrder(FakeGpuArray):  # takes the consumer's stream and ignores it
         pass
 
 
+class NoDlDeviceKeyword(FakeGpuArray):  # a producer older than DLPack 1.0's keywords
+    def __dlpack__(self, *, stream=None, max_version=None):
+        return super().__dlpack__(stream=stream, max_version=max_version)
+
+
 class HostCopyOfZeros(FakeGpuArray):
     def host_copy(self):
         return np.zeros_like(self.data)
@@ -498,6 +504,7 @@ SEEDED_PRODUCERS = [
     (RefusesForeignStreamWithTypeError, "producer.gpu-stream.foreign", "raised TypeError: stream must be 1 or 2"),
     (DoesNotOrder, "producer.gpu-stream.ordered", "saw 24 of 24 bytes from before the write queued on the "
                                                   "producer's stream (0x1, its __cuda_array_interface__'s \"stream\")"),
+    (NoDlDeviceKeyword, "producer.gpu-to-host.copy", "raised TypeError: "),
     (HostCopyOfZeros, "producer.gpu-to-host.copy", "float32[2, 3] holds [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]"),
     (HostCopyNotFlagged, "producer.gpu-to-host.is-copied", "with flags 0x0: IS_COPIED not set"),
     (CopyFalseIgnored, "producer.gpu-to-host.no-copy", "of device memory returned a tensor on (kDLCPU, 0) with "
@@ -547,7 +554,7 @@ def test_the_order_is_not_applicable_when_the_write_was_done_before_the_export(f
     assert verdict == NOT_APPLICABLE and "had finished before the export" in observed
 
 
-def test_the_order_takes_the_work_stream_the_exchange_table_names(fake):
+def test_the_order_takes_the_work_stream_the_exchange_table_names():
     # dlbridge's own table names the legacy default stream for CUDA memory.
     assert _gpu._exchange_work_stream(dlbridge.zeros(1), 0) == 1
     assert _gpu.work_stream(dlbridge.zeros(1), 0) == (1, "its C exchange table's current_work_stream")

@@ -291,21 +291,21 @@ _kept: list[DeviceMemory] = []
 
 # -- layouts and values -------------------------------------------------------------------
 
-_KINDS = {("b", 1): "?", ("i", 1): "b", ("i", 2): "h", ("i", 4): "i", ("i", 8): "q", ("u", 1): "B",
-          ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q", ("f", 2): "e", ("f", 4): "f", ("f", 8): "d",
-          ("c", 8): "2f", ("c", 16): "2d"}
+def itemsize(dtype: str) -> int:
+    return _abi.DTYPES[dtype][0][1] // 8
 
 
-def typestr_format(typestr: Any) -> tuple[str, int]:
-    """(struct format, itemsize) of a little-endian or byte-order-free
+def typestr_dtype(typestr: Any) -> str:
+    """The dtype (a name of _abi.DTYPES) of a little-endian or byte-order-free
     typestr ("<f4", "|u1"); Failed for anything the kit cannot read."""
     if not isinstance(typestr, str) or len(typestr) < 3 or not typestr[2:].isdigit():
         raise Failed(f"typestr is {typestr!r}, not a NumPy typestr such as '<f4'")
-    order, kind, size = typestr[0], typestr[1], int(typestr[2:])
-    fmt = _KINDS.get((kind, size))
-    if fmt is None or order not in "<|=" or (order == "|" and size > 1):
+    order, kind, bits = typestr[0], typestr[1], 8 * int(typestr[2:])
+    name = {"b": "bool" if bits == 8 else "", "i": f"int{bits}", "u": f"uint{bits}", "f": f"float{bits}",
+            "c": f"complex{bits}"}.get(kind)
+    if name not in _abi.DTYPES or order not in "<|=" or (order == "|" and bits > 8):
         raise Failed(f"typestr {typestr!r} is not a little-endian number the kit reads")
-    return fmt, size
+    return name
 
 
 def byte_offsets(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
@@ -316,8 +316,9 @@ def byte_offsets(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
     return offsets if all(shape) else []
 
 
-def decode(raw: bytes, offsets: list[int], fmt: str) -> list:
-    """The elements at `offsets` of `raw` (struct `fmt`, little-endian)."""
+def decode(raw: bytes, offsets: list[int], dtype: str) -> list:
+    """The elements of `dtype` at `offsets` of `raw`."""
+    fmt = _abi.DTYPES[dtype][1]
     layout = struct.Struct("<" + fmt)
     if fmt.startswith("2"):
         return [complex(*layout.unpack_from(raw, o)) for o in offsets]
@@ -327,11 +328,9 @@ def decode(raw: bytes, offsets: list[int], fmt: str) -> list:
 class Interface(NamedTuple):
     """A __cuda_array_interface__, read and checked as far as its layout goes."""
     shape: tuple[int, ...]
-    fmt: str
-    itemsize: int
+    dtype: str
     strides: tuple[int, ...]  # bytes
     address: int
-    readonly: bool
 
 
 def interface_layout(interface: Any) -> Interface:
@@ -342,18 +341,18 @@ def interface_layout(interface: Any) -> Interface:
     shape = interface.get("shape")
     if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
         raise Failed(f"shape is {shape!r}, not a tuple of ints >= 0")
-    fmt, itemsize = typestr_format(interface.get("typestr"))
+    dtype = typestr_dtype(interface.get("typestr"))
     data = interface.get("data")
     if not (isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], int)
             and isinstance(data[1], bool)):
         raise Failed(f"data is {data!r}, not a tuple (pointer, read-only flag)")
     strides = interface.get("strides")
     if strides is None:
-        strides = tuple(s * itemsize for s in _abi.c_order_strides(shape))
+        strides = tuple(s * itemsize(dtype) for s in _abi.c_order_strides(shape))
     elif not (isinstance(strides, tuple) and len(strides) == len(shape)
               and all(isinstance(s, int) for s in strides)):
         raise Failed(f"strides is {strides!r}, not None or a tuple of {len(shape)} ints")
-    return Interface(shape, fmt, itemsize, tuple(strides), data[0], data[1])
+    return Interface(shape, dtype, tuple(strides), data[0])
 
 
 def span(offsets: list[int], itemsize: int) -> tuple[int, int]:
@@ -363,13 +362,13 @@ def span(offsets: list[int], itemsize: int) -> tuple[int, int]:
     return min(offsets), max(offsets) + itemsize - min(offsets)
 
 
-def read_elements(cuda: Cuda, address: int, shape, strides, fmt: str, itemsize: int, stream=None) -> list:
+def read_elements(cuda: Cuda, address: int, shape, strides, dtype: str, stream: int | None = None) -> list:
     """The elements in C order of device memory at `address` with byte
     `strides`, read in one copy of the span they cover."""
     offsets = byte_offsets(tuple(shape), tuple(strides))
-    first, size = span(offsets, itemsize)
+    first, size = span(offsets, itemsize(dtype))
     raw = cuda.read(address + first, size, stream)
-    return decode(raw, [o - first for o in offsets], fmt)
+    return decode(raw, [o - first for o in offsets], dtype)
 
 
 def interface_stream_verdict(interface: dict) -> str:
@@ -478,33 +477,36 @@ def _export(x, **keywords) -> Consumed:
         raise Failed(f"__dlpack__ returned {error}") from None
 
 
+def first_element(tensor: Consumed) -> int:
+    return (tensor.tensor.data or 0) + tensor.tensor.byte_offset
+
+
+def _tensor_layout(tensor: Consumed) -> tuple[str, tuple[int, ...]]:
+    """(dtype, byte strides) of a consumed tensor."""
+    dtype = _abi.dtype_name(tensor.dtype)
+    if dtype is None:
+        raise Failed(f"dtype {tensor.dtype} is not one the kit reads")
+    strides = tensor.strides or _abi.c_order_strides(tensor.shape)
+    return dtype, tuple(s * itemsize(dtype) for s in strides)
+
+
 def _tensor_bytes(tensor: Consumed) -> tuple[int, int]:
     """(address, size) of the bytes a consumed tensor's elements cover."""
-    name = _abi.dtype_name(tensor.dtype)
-    if name is None:
-        raise NotApplicable(f"the kit does not read dtype {tensor.dtype}")
-    itemsize = _abi.DTYPES[name][0][1] // 8
-    strides = tensor.strides or _abi.c_order_strides(tensor.shape)
-    first, size = span(byte_offsets(tensor.shape, tuple(s * itemsize for s in strides)), itemsize)
-    return (tensor.tensor.data or 0) + tensor.tensor.byte_offset + first, size
+    dtype, strides = _tensor_layout(tensor)
+    first, size = span(byte_offsets(tensor.shape, strides), itemsize(dtype))
+    return first_element(tensor) + first, size
 
 
-def read_tensor(cuda: Cuda, tensor: Consumed, stream: int | None = None) -> list:
+def read_tensor(cuda: Cuda, tensor: Consumed) -> list:
     """The elements of a consumed tensor in C order: on the host through the
     kit's ctypes reading, in CUDA memory through the driver."""
-    name = _abi.dtype_name(tensor.dtype)
-    if name is None:
-        raise Failed(f"dtype {tensor.dtype} is not one the kit reads")
-    if tensor.device[0] != CUDA:
-        kind, _ = cuda.memory((tensor.tensor.data or 0) + tensor.tensor.byte_offset)
-        if kind == "device":  # read on the host, it would crash the process
-            raise Failed(f"a tensor labelled {label_name(tensor.device)} has its data in device memory")
-        return tensor.read(name)
-    fmt = _abi.DTYPES[name][1]
-    itemsize = _abi.DTYPES[name][0][1] // 8
-    strides = tensor.strides or _abi.c_order_strides(tensor.shape)
-    return read_elements(cuda, (tensor.tensor.data or 0) + tensor.tensor.byte_offset, tensor.shape,
-                         [s * itemsize for s in strides], fmt, itemsize, stream)
+    dtype, strides = _tensor_layout(tensor)
+    if tensor.device[0] == CUDA:
+        return read_elements(cuda, first_element(tensor), tensor.shape, strides, dtype)
+    kind, _ = cuda.memory(first_element(tensor))
+    if kind == "device":  # read on the host, it would crash the process
+        raise Failed(f"a tensor labelled {label_name(tensor.device)} has its data in device memory")
+    return tensor.read(dtype)
 
 
 class Readout(NamedTuple):
@@ -525,14 +527,13 @@ def read_back(cuda: Cuda, result: Any) -> Readout:
             on_gpu = False
         tensor = _export(result, stream=CU_STREAM_LEGACY) if on_gpu else _export(result)
         try:
-            address = (tensor.tensor.data or 0) + tensor.tensor.byte_offset
-            return Readout(tensor.device, tensor.shape, address, read_tensor(cuda, tensor))
+            return Readout(tensor.device, tensor.shape, first_element(tensor), read_tensor(cuda, tensor))
         finally:
             tensor.release()
     interface = getattr(result, "__cuda_array_interface__", None)
     if interface is not None:
         layout = interface_layout(interface)
-        values = read_elements(cuda, layout.address, layout.shape, layout.strides, layout.fmt, layout.itemsize)
+        values = read_elements(cuda, layout.address, layout.shape, layout.strides, layout.dtype)
         return Readout((CUDA, cuda.memory(layout.address)[1]), layout.shape, layout.address, values)
     view = memoryview(result)
     return Readout((CPU, 0), view.shape, 0, _flat(view.tolist()))
@@ -692,7 +693,7 @@ def _data_memory(x) -> tuple[str, int, tuple[int, int]]:
     """(kind, ordinal, the capsule's device) of the array's data."""
     tensor = _export(x)
     try:
-        address, label = (tensor.tensor.data or 0) + tensor.tensor.byte_offset, tensor.device
+        address, label = first_element(tensor), tensor.device
     finally:
         tensor.release()
     kind, ordinal = driver().memory(address)
@@ -733,18 +734,19 @@ def device_method(producer: Producer) -> str:
 _TO_HOST = "__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=True)"
 
 
+def _export_exactly(x, **keywords) -> Consumed:
+    """x.__dlpack__(**keywords) consumed by the kit, with no second try."""
+    try:
+        return Consumed(x.__dlpack__(**keywords))
+    except AssertionError as error:
+        raise Failed(f"__dlpack__ returned {error}") from None
+
+
 def _host_copy(x) -> Consumed:
     try:
         return _export_exactly(x, max_version=(1, 3), dl_device=(CPU, 0), copy=True)
     except BufferError as error:
         raise Failed(f"{_TO_HOST} refused: {describe(error)}") from None
-
-
-def _export_exactly(x, **keywords) -> Consumed:
-    try:
-        return Consumed(x.__dlpack__(**keywords))
-    except AssertionError as error:
-        raise Failed(f"__dlpack__ returned {error}") from None
 
 
 @clause("producer.gpu-to-host.copy", title="__dlpack__(dl_device=(kDLCPU, 0), copy=True) of a GPU array gives its "
@@ -761,7 +763,7 @@ def to_host_copy(producer: Producer) -> str:
             raise Failed(f"{_TO_HOST} gave a tensor on {label_name(tensor.device)}")
         if tensor.shape != shape or _abi.dtype_name(tensor.dtype) != dtype:
             raise Failed(f"{_TO_HOST} of {dtype}{list(shape)} gave dtype {tensor.dtype}, shape {tensor.shape}")
-        kind, _ = driver().memory((tensor.tensor.data or 0) + tensor.tensor.byte_offset)
+        kind, _ = driver().memory(first_element(tensor))
         if kind not in ("pageable", "host", "managed"):
             raise Failed(f"{_TO_HOST} gave a tensor labelled kDLCPU whose data is {kind} memory")
         values = tensor.read(dtype)
@@ -779,8 +781,8 @@ def to_host_is_copied(producer: Producer) -> str:
     _, _, x = _make(producer)
     try:
         tensor = _host_copy(x)
-    except Failed as failure:
-        raise NotApplicable(f"{failure} (see producer.gpu-to-host.copy)") from None
+    except Exception as error:
+        raise NotApplicable(f"no copy to look at (see producer.gpu-to-host.copy): {describe(error)}") from None
     try:
         versioned, flags = tensor.versioned, tensor.flags
     finally:
@@ -810,6 +812,8 @@ def to_host_no_copy(producer: Producer) -> str:
         tensor = _export_exactly(x, max_version=(1, 3), dl_device=(CPU, 0), copy=False)
     except (BufferError, ValueError) as error:
         return f"{call} refused: {describe(error)}"
+    except TypeError as error:  # the keywords are unknown to it: the copy's clause fails
+        raise NotApplicable(f"{call} raised {describe(error)} (see producer.gpu-to-host.copy)") from None
     try:
         got = f"a tensor on {label_name(tensor.device)} with flags {tensor.flags:#x}"
     finally:
@@ -850,7 +854,7 @@ def interface_data(producer: Producer) -> str:
     layout = interface_layout(_interface_of(x))
     tensor = _export(x)
     try:
-        address = (tensor.tensor.data or 0) + tensor.tensor.byte_offset
+        address = first_element(tensor)
     finally:
         tensor.release()
     if layout.address != address:
@@ -875,7 +879,7 @@ def interface_c_order(producer: Producer) -> str:
     stream = interface.get("stream")
     if isinstance(stream, int) and not isinstance(stream, bool) and stream > 0:
         cuda.synchronize(work_stream_handle(stream))  # the consumer's part of the interface's contract
-    values = read_elements(cuda, layout.address, layout.shape, layout.strides, layout.fmt, layout.itemsize)
+    values = read_elements(cuda, layout.address, layout.shape, layout.strides, layout.dtype)
     strides = "absent" if "strides" not in interface else repr(interface["strides"])
     if not _same_values(values, shape, dtype):
         raise Failed(f"read with strides {strides} ({layout.strides} bytes), {dtype}{list(shape)} holds {values}")
