@@ -157,7 +157,7 @@ class Cuda:
         # Retained for the life of the process, as the runtime retains it.
         self.call("cuDevicePrimaryCtxRetain", byref(context), device)
         self.context = context
-        self._spin = None
+        self._spin: c_void_p | None = None
 
     def call(self, name: str, *args) -> None:
         status = getattr(self.lib, name)(*args)
@@ -243,7 +243,7 @@ class Cuda:
         with self.current():
             self.call("cuStreamCreate", byref(handle), CU_STREAM_NON_BLOCKING)
         try:
-            yield handle.value
+            yield handle.value or 0  # never NULL once made
         finally:
             with self.current():
                 self.lib.cuStreamSynchronize(handle)
@@ -536,7 +536,7 @@ def read_back(cuda: Cuda, result: Any) -> Readout:
         values = read_elements(cuda, layout.address, layout.shape, layout.strides, layout.dtype)
         return Readout((CUDA, cuda.memory(layout.address)[1]), layout.shape, layout.address, values)
     view = memoryview(result)
-    return Readout((CPU, 0), view.shape, 0, _flat(view.tolist()))
+    return Readout((CPU, 0), tuple(view.shape or ()), 0, _flat(view.tolist()))
 
 
 def _flat(nested) -> list:
@@ -974,7 +974,7 @@ def _cuda_producer(cuda: Cuda) -> Iterator[tuple[_abi.Producer, int, int]]:
         yield producer, memory.address, ordinal
     finally:
         gc.collect()
-        taken = _abi.capsule_name(producer.capsule).startswith(b"used_")
+        taken = (_abi.capsule_name(producer.capsule) or b"").startswith(b"used_")
         if taken and managed.deleter_calls == 0:  # the consumer may still use it
             _kept.append(memory)
 

@@ -11,6 +11,7 @@ protocol (docs/check-your-library.md).
 from __future__ import annotations
 
 import array
+import importlib
 import math
 from typing import Any
 
@@ -161,21 +162,23 @@ def cupy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, d
         raise NotImplementedError(f"CuPy arrays live on a GPU, not on {device or 'the host'}")
     if read_only:
         raise NotImplementedError("CuPy makes no read-only arrays")
-    import cupy
-    return cupy.arange(math.prod(shape)).astype(dtype).reshape(shape)
+    return _cupy().arange(math.prod(shape)).astype(dtype).reshape(shape)
 
 
 def cupy_from_dlpack(producer: Any):
-    import cupy
-    return cupy.from_dlpack(producer)
+    return _cupy().from_dlpack(producer)
+
+
+def _cupy() -> Any:
+    # CuPy is installed on GPU machines only: imported by name, type checkers elsewhere would not find it.
+    return importlib.import_module("cupy")
 
 
 # from_dlpack takes DLPack producers only; these take a __cuda_array_interface__
 # too, which the GPU tier's consumer.gpu-interface clauses hand them.
 
 def cupy_asarray(producer: Any):
-    import cupy
-    return cupy.asarray(producer)
+    return _cupy().asarray(producer)
 
 
 def torch_as_tensor(producer: Any):
