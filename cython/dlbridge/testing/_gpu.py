@@ -506,6 +506,8 @@ def read_tensor(cuda: Cuda, tensor: Consumed) -> list:
     kind, _ = cuda.memory(first_element(tensor))
     if kind == "device":  # read on the host, it would crash the process
         raise Failed(f"a tensor labelled {label_name(tensor.device)} has its data in device memory")
+    if kind != "pageable":
+        cuda.synchronize()  # the host reads pinned and managed memory on no stream
     return tensor.read(dtype)
 
 
