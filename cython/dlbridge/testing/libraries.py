@@ -11,6 +11,7 @@ protocol (docs/check-your-library.md).
 from __future__ import annotations
 
 import array
+import importlib
 import math
 import struct
 from typing import Any, cast
@@ -159,3 +160,40 @@ def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: boo
 def array_api_strict_from_dlpack(producer: Any):
     import array_api_strict as xp
     return xp.from_dlpack(producer)
+
+
+# -- CuPy, and consumers of the CUDA array interface (the GPU tier) ---------------------------
+
+def cupy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    # CuPy's arrays live on a GPU: only the GPU tier, which asks for device="cuda", gets one.
+    if device != "cuda":
+        raise NotImplementedError(f"CuPy arrays live on a GPU, not on {device or 'the host'}")
+    if read_only:
+        raise NotImplementedError("CuPy makes no read-only arrays")
+    return _cupy().arange(math.prod(shape)).astype(dtype).reshape(shape)
+
+
+def cupy_from_dlpack(producer: Any):
+    return _cupy().from_dlpack(producer)
+
+
+def _cupy() -> Any:
+    # CuPy is installed on GPU machines only: imported by name, type checkers elsewhere would not find it.
+    return importlib.import_module("cupy")
+
+
+# from_dlpack takes DLPack producers only; these take a __cuda_array_interface__
+# too, which the GPU tier's consumer.gpu-interface clauses hand them.
+
+def cupy_asarray(producer: Any):
+    return _cupy().asarray(producer)
+
+
+def torch_as_tensor(producer: Any):
+    import torch
+    return torch.as_tensor(producer)
+
+
+def dlbridge_asarray(producer: Any):
+    import dlbridge
+    return dlbridge.asarray(producer)
