@@ -69,8 +69,8 @@ def clause(id: str, *, title: str, source: str, cites: str, tier: str = "cpu"):
 
 def clauses(side: str) -> list[Clause]:
     """Every clause of `side`, in the order of the report."""
-    from dlbridge.testing import _consumer, _exchange, _gpu, _interfaces, _producer  # noqa: F401  (they register)
-    return [c for c in CLAUSES if c.side == side]
+    from dlbridge.testing import _producer, _interfaces, _exchange, _consumer, _gpu  # noqa: F401  (they register)
+    return sorted((c for c in CLAUSES if c.side == side), key=lambda c: c.tier == "gpu")  # the GPU tier last
 
 
 def describe(error: BaseException) -> str:
