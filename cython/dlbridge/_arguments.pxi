@@ -61,7 +61,7 @@ cdef int _borrow_found(x, cpp.borrowed_array* out) except -1:
         if api.dltensor_from_py_object_no_sync(<void*>obj, &out.tensor) != 0:
             PyErr_Clear()  # a fast path only: from_dlpack below gives the protocol's answer
         elif (out.tensor.device.device_type == cpp.kDLCPU
-                and _torch_state_checked(x, out.tensor.dtype.code == cpp.kDLComplex)):
+                and _torch_state_checked(x, cpp.is_complex(cpp.dtype(out.tensor.dtype)))):
             out.readonly = False
             return _borrow_validated(out)
     if api == NULL and _is_jax_array(Py_TYPE(x)):

@@ -118,6 +118,7 @@ cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
         uint16_t lanes
         dtype()
         dtype(uint8_t, uint8_t, uint16_t)
+        dtype(DLDataType)
         cbool is_subbyte()
         size_t itemsize()
         uint64_t storage_bytes(uint64_t)
@@ -135,6 +136,7 @@ cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
     const dtype_table_t dtype_table
     const dtype_info* find_dtype(dtype)
     cbool is_supported(dtype)
+    cbool is_complex(dtype)  # kDLComplex and kDLBcomplex
     optional[dtype] dtype_from_typestr(string_view)
     # Whether every value of the first dtype is exactly one of the second
     # (the rule of cpp.copy_if_needed), and a set's names: "float32 or float64".

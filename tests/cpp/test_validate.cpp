@@ -120,12 +120,12 @@ TEST_CASE("validate: dtype") {
   fixture f;
   f.t.dtype = {99, 32, 1};
   const auto e = dlb::validate(f.t);
-  check_error(e, "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 99");
+  check_error(e, "dtype", -1, "a DLPack dtype code (0 to 18)", "dtype code 99");
   CHECK(e->message().find("dtype code 99") != std::string::npos);
-  f.t.dtype = {18, 8, 1};
-  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 18");
+  f.t.dtype = {19, 8, 1};
+  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack dtype code (0 to 18)", "dtype code 19");
   f.t.dtype = {255, 8, 1};
-  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 255");
+  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack dtype code (0 to 18)", "dtype code 255");
 
   f.t.dtype = {dlb::kDLFloat, 32, 4};
   check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 4");
@@ -146,6 +146,8 @@ TEST_CASE("validate: dtype") {
   check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 15, bits 8, lanes 1)");
   f.t.dtype = {dlb::kDLComplex, 32, 1};
   check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 5, bits 32, lanes 1)");
+  f.t.dtype = {dlb::kDLBcomplex, 64, 1};  // bcomplex is two bfloat16: 32 bits
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 18, bits 64, lanes 1)");
 
   // Every supported dtype passes (sub-byte ones with C-contiguous strides).
   for (const auto& info : dlb::dtype_table) {

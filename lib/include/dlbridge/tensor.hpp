@@ -139,7 +139,7 @@ class tensor {
   // `value` does not fit `type`: an integer out of its range, a complex
   // value for a real type.
   [[nodiscard]] static tensor full(extents_t shape, dtype type, const scalar& value) {
-    if (value.k == scalar::kind::complex && type.code != kDLComplex)
+    if (value.k == scalar::kind::complex && !is_complex(type))
       throw std::invalid_argument("tensor::full: a complex value does not fit in " + std::string(name(type)));
     if (!fits(type, value))
       throw std::invalid_argument("tensor::full: " +

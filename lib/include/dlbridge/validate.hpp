@@ -80,8 +80,7 @@ inline std::string describe(dtype t) {
     return import_error{"device", -1, "device_id >= 0", to_string(t.device.device_id)};
   const dtype type = t.dtype;
   if (!is_dlpack_code(type.code))
-    return import_error{"dtype", -1, "a DLPack 1.3 dtype code (0 to 17)",
-                        "dtype code " + to_string(type.code)};
+    return import_error{"dtype", -1, "a DLPack dtype code (0 to 18)", "dtype code " + to_string(type.code)};
   if (type.lanes != 1)
     return import_error{"dtype", -1, "lanes == 1", "lanes " + to_string(type.lanes)};
   if (!is_supported(type))
