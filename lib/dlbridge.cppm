@@ -161,6 +161,8 @@ using dlb::converter;
 using dlb::import_error;
 using dlb::import_failure;
 using dlb::validate_version;
+using dlb::is_float4_pairs;
+using dlb::unpair_float4;
 using dlb::validate;
 using dlb::any_extent;
 using dlb::memory_order;

@@ -248,8 +248,10 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
 
     # The checks every tensor passes: validate() (is it a well-formed
     # tensor?) and check() (validate, then the demands in turn). An empty
-    # optional means the tensor passed.
+    # optional means the tensor passed. validate() passes PyTorch's float4
+    # pairs (is_float4_pairs), which dlb::tensor holds as float4_e2m1fn.
     optional[import_error] validate(const DLTensor&)
+    cbool is_float4_pairs(dtype)
     optional[import_error] check(const DLTensor&, cbool readonly, const requirements&)
     # check() of a tensor already validated: the demands alone.
     optional[import_error] check_demands(const DLTensor&, cbool readonly, const requirements&)

@@ -89,6 +89,7 @@ TEST_CASE("dtype: DLPack codes") {
   CHECK(dlb::is_supported(dtype{dlb::kDLComplex, 64}));
   CHECK(dlb::is_supported(dtype{dlb::kDLBcomplex, 32}));
   CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLBcomplex, 16}));
+  CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLFloat4_e2m1fn, 4, 2}));  // a spelling validate() takes, not a dtype
 }
 
 TEST_CASE("dtype: is_complex") {
