@@ -56,12 +56,13 @@ cdef int _borrow_found(x, cpp.borrowed_array* out) except -1:
         return _borrow_array(<Array>x, out, False)
     # A bare DLTensor says nothing of read-only data: the slot serves
     # PyTorch's tensors, which are never read-only; others export a
-    # managed tensor, which has the flag.
+    # managed tensor, which has the flag. Float4 pairs (lanes 2) go through
+    # from_dlpack too, whose Array holds them in DLPack's spelling.
     if api != NULL and api != &_exchange_api and api.dltensor_from_py_object_no_sync != NULL:
         if api.dltensor_from_py_object_no_sync(<void*>obj, &out.tensor) != 0:
             PyErr_Clear()  # a fast path only: from_dlpack below gives the protocol's answer
-        elif (out.tensor.device.device_type == cpp.kDLCPU
-                and _torch_state_checked(x, out.tensor.dtype.code == cpp.kDLComplex)):
+        elif (out.tensor.device.device_type == cpp.kDLCPU and out.tensor.dtype.lanes == 1
+                and _torch_state_checked(x, cpp.is_complex(cpp.dtype(out.tensor.dtype)))):
             out.readonly = False
             return _borrow_validated(out)
     if api == NULL and _is_jax_array(Py_TYPE(x)):

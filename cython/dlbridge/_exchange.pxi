@@ -60,6 +60,9 @@ cdef cpp.DLTensor _prototype_fields(const cpp.DLTensor* prototype) except *:
     cdef optional[cpp.import_error] error = cpp.validate(fields)
     if error.has_value():
         raise ValueError(f"managed_tensor_allocator: prototype: {error.value().message().decode()}")
+    if cpp.is_float4_pairs(cpp.dtype(fields.dtype)):  # valid, but an allocation has DLPack's spelling only
+        raise ValueError("managed_tensor_allocator: prototype: float4_e2m1fn_x2 (code 17, bits 4, lanes 2) is "
+                         "not allocated; ask for float4_e2m1fn (lanes 1) with the last extent doubled")
     return fields
 
 

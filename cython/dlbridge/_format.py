@@ -8,6 +8,7 @@ from decimal import Decimal
 _THRESHOLD = 1000  # elements above which only the edges are shown
 _EDGE = 3          # elements shown at each end of a summarised axis
 _STRUCT_FORMATS = {"float16": "e", "float32": "f"}
+_COMPLEX_PARTS = {"bcomplex32": "bfloat16", "complex64": "float32", "complex128": "float64"}
 
 
 # Digits NumPy counts for each float type (numpy.finfo(...).precision): it
@@ -52,7 +53,7 @@ def _real(value: float, dtype_name: str) -> str:
 
 def _scalar(value, dtype_name: str) -> str:
     if isinstance(value, complex):
-        part = "float32" if dtype_name == "complex64" else "float64"
+        part = _COMPLEX_PARTS[dtype_name]
         imag = _real(value.imag, part)
         return f"{_real(value.real, part)}{'' if imag.startswith('-') else '+'}{imag}j"
     if isinstance(value, float):

@@ -267,7 +267,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     if want is not None and not (want.value == element):
         if copy is False:
             raise ValueError(f"asarray: copy=False, but converting {a.dtype.name} to {want.name} needs a copy")
-        if element.code == cpp.kDLComplex and want.value.code != cpp.kDLComplex:
+        if cpp.is_complex(element) and not cpp.is_complex(want.value):
             raise TypeError(f"asarray: cannot convert complex {a.dtype.name} to {want.name}")
         element = want.value
     if not (where == a.t.get_device() and element == a.t.type()):

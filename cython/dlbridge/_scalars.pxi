@@ -29,12 +29,12 @@ cdef int _scalar_kind(value) except -1:
     if shape is not None and shape != ():
         raise TypeError(f"expected a scalar, got an array of shape {shape}")
     if shape == ():
-        code = as_dtype(dtype).value.code
-        if code == cpp.kDLBool:
+        t = as_dtype(dtype).value
+        if t.code == cpp.kDLBool:
             return 0
-        if code == cpp.kDLInt or code == cpp.kDLUInt:
+        if t.code == cpp.kDLInt or t.code == cpp.kDLUInt:
             return 1
-        return 3 if code == cpp.kDLComplex else 2
+        return 3 if cpp.is_complex(t) else 2
     if hasattr(value, "__index__"):
         return 1
     if hasattr(value, "__float__"):
@@ -66,7 +66,7 @@ cdef cpp.scalar _element_value(cpp.dtype t, value) except *:
     is checked is what is stored (a value's __index__ or __float__ may answer
     differently the next time)."""
     cdef cpp.scalar s = _from_python(value)
-    if s.k == cpp.scalar_kind.complex and t.code != cpp.kDLComplex:
+    if s.k == cpp.scalar_kind.complex and not cpp.is_complex(t):
         raise TypeError(f"cannot store complex value {_to_python(s)!r} in a {dtype_from_cpp(t).name} array")
     if not cpp.fits(t, s):
         raise OverflowError(f"Python int {_to_python(s)} is out of bounds for {dtype_from_cpp(t).name}")

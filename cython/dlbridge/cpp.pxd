@@ -118,6 +118,7 @@ cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
         uint16_t lanes
         dtype()
         dtype(uint8_t, uint8_t, uint16_t)
+        dtype(DLDataType)
         cbool is_subbyte()
         size_t itemsize()
         uint64_t storage_bytes(uint64_t)
@@ -135,6 +136,7 @@ cdef extern from "dlbridge/dtype.hpp" namespace "dlb" nogil:
     const dtype_table_t dtype_table
     const dtype_info* find_dtype(dtype)
     cbool is_supported(dtype)
+    cbool is_complex(dtype)  # kDLComplex and kDLBcomplex
     optional[dtype] dtype_from_typestr(string_view)
     # Whether every value of the first dtype is exactly one of the second
     # (the rule of cpp.copy_if_needed), and a set's names: "float32 or float64".
@@ -246,8 +248,10 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
 
     # The checks every tensor passes: validate() (is it a well-formed
     # tensor?) and check() (validate, then the demands in turn). An empty
-    # optional means the tensor passed.
+    # optional means the tensor passed. validate() passes PyTorch's float4
+    # pairs (is_float4_pairs), which dlb::tensor holds as float4_e2m1fn.
     optional[import_error] validate(const DLTensor&)
+    cbool is_float4_pairs(dtype)
     optional[import_error] check(const DLTensor&, cbool readonly, const requirements&)
     # check() of a tensor already validated: the demands alone.
     optional[import_error] check_demands(const DLTensor&, cbool readonly, const requirements&)

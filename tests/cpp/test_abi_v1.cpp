@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "abi_check.hpp"
 #include "dlbridge/dlpack.hpp"
@@ -139,6 +140,19 @@ DLB_SAME_VALUE(kDLFloat6_e2m3fn);
 DLB_SAME_VALUE(kDLFloat6_e3m2fn);
 DLB_SAME_VALUE(kDLFloat4_e2m1fn);
 
+// kDLBcomplex is on DLPack's main branch (dmlc/dlpack PR #187), in no release
+// yet: a 1.3 header has no such name. Qualified lookup finds upstream's
+// enumerator where the header declares one, and this stand-in only where it
+// does not, so the value is compared as soon as a header has it.
+namespace abi_check::not_in_header {
+inline constexpr long long kDLBcomplex = -1;
+}
+using namespace abi_check::not_in_header;
+static_assert(static_cast<long long>(::kDLBcomplex) == -1 ||
+                  static_cast<long long>(::kDLBcomplex) == static_cast<long long>(dlb::kDLBcomplex),
+              "kDLBcomplex: value");
+static_assert(dlb::kDLBcomplex == 18, "kDLBcomplex: the value DLPack's main branch gives it");
+
 // --- flag bits --------------------------------------------------------------------
 static_assert(DLPACK_FLAG_BITMASK_READ_ONLY == dlb::dlpack_flag_read_only);
 static_assert(DLPACK_FLAG_BITMASK_IS_COPIED == dlb::dlpack_flag_is_copied);
@@ -151,6 +165,13 @@ TEST_CASE("abi v1: upstream header version") {
   CHECK(DLPACK_MAJOR_VERSION == 1);
   CHECK(DLPACK_MINOR_VERSION >= 3);
   MESSAGE("upstream DLPack " << DLPACK_MAJOR_VERSION << "." << DLPACK_MINOR_VERSION);
+}
+
+TEST_CASE("abi v1: kDLBcomplex") {
+  const bool declared = static_cast<long long>(::kDLBcomplex) != -1;
+  const std::string says = declared ? "declares" : "does not declare";
+  MESSAGE("upstream header " << says << " kDLBcomplex");
+  if (declared) CHECK(static_cast<long long>(::kDLBcomplex) == static_cast<long long>(dlb::kDLBcomplex));
 }
 
 TEST_CASE("abi v1: LP64 sizes") {

@@ -25,7 +25,7 @@ TEST_CASE("dtype: defaults, conversions and equality") {
 }
 
 TEST_CASE("dtype: the table") {
-  CHECK(dlb::dtype_table.size() == 26);
+  CHECK(dlb::dtype_table.size() == 27);
   std::set<std::string> names;
   std::set<std::uint32_t> keys;
   for (const auto& info : dlb::dtype_table) {
@@ -40,8 +40,8 @@ TEST_CASE("dtype: the table") {
     CHECK(dlb::dtype_from_name(info.name) == info.type);
     CHECK(dlb::typestr(info.type) == info.typestr);
   }
-  // Every DLPack 1.3 code but the opaque handle has at least one entry.
-  for (std::uint8_t code = 0; code <= dlb::kDLFloat4_e2m1fn; ++code) {
+  // Every DLPack code but the opaque handle has at least one entry.
+  for (std::uint8_t code = 0; code <= dlb::kDLBcomplex; ++code) {
     bool found = false;
     for (const auto& info : dlb::dtype_table) found = found || info.type.code == code;
     CHECK(found == (code != dlb::kDLOpaqueHandle));
@@ -59,7 +59,10 @@ TEST_CASE("dtype: names") {
   CHECK(dlb::name(dtype{dlb::kDLFloat8_e8m0fnu, 8}) == "float8_e8m0fnu");
   CHECK(dlb::name(dtype{dlb::kDLFloat6_e3m2fn, 6}) == "float6_e3m2fn");
   CHECK(dlb::name(dtype{dlb::kDLFloat4_e2m1fn, 4}) == "float4_e2m1fn");
+  CHECK(dlb::name(dtype{dlb::kDLBcomplex, 32}) == "bcomplex32");  // ml_dtypes' name
   // Unsupported triples have no name.
+  CHECK(dlb::name(dtype{dlb::kDLFloat4_e2m1fn, 4, 2}).empty());  // PyTorch's float4_e2m1fn_x2
+  CHECK(dlb::name(dtype{dlb::kDLBcomplex, 64}).empty());
   CHECK(dlb::name(dtype{dlb::kDLFloat, 8}).empty());
   CHECK(dlb::name(dtype{dlb::kDLFloat, 32, 4}).empty());
   CHECK(dlb::name(dtype{dlb::kDLBool, 1}).empty());
@@ -76,12 +79,26 @@ TEST_CASE("dtype: DLPack codes") {
   CHECK(dlb::is_dlpack_code(0));
   CHECK(dlb::is_dlpack_code(dlb::kDLOpaqueHandle));
   CHECK(dlb::is_dlpack_code(17));
-  CHECK_FALSE(dlb::is_dlpack_code(18));
+  CHECK(dlb::is_dlpack_code(18));  // kDLBcomplex, on DLPack's main branch after 1.3
+  static_assert(dlb::kDLBcomplex == 18);
+  CHECK_FALSE(dlb::is_dlpack_code(19));
   CHECK_FALSE(dlb::is_dlpack_code(99));
   CHECK_FALSE(dlb::is_dlpack_code(255));
   CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLInt, 32, 2}));
   CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLComplex, 32}));
   CHECK(dlb::is_supported(dtype{dlb::kDLComplex, 64}));
+  CHECK(dlb::is_supported(dtype{dlb::kDLBcomplex, 32}));
+  CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLBcomplex, 16}));
+  CHECK_FALSE(dlb::is_supported(dtype{dlb::kDLFloat4_e2m1fn, 4, 2}));  // a spelling validate() takes, not a dtype
+}
+
+TEST_CASE("dtype: is_complex") {
+  static_assert(dlb::is_complex(dtype{dlb::kDLComplex, 64}) && dlb::is_complex(dtype{dlb::kDLComplex, 128}));
+  static_assert(dlb::is_complex(dtype{dlb::kDLBcomplex, 32}));
+  for (const auto& info : dlb::dtype_table) {
+    CAPTURE(info.name);
+    CHECK(dlb::is_complex(info.type) == (info.name.find("complex") != std::string_view::npos));
+  }
 }
 
 TEST_CASE("dtype: typestr round trips") {
@@ -106,6 +123,7 @@ TEST_CASE("dtype: typestr round trips") {
   CHECK(dlb::typestr(dtype{dlb::kDLBfloat, 16}).empty());
   CHECK(dlb::typestr(dtype{dlb::kDLFloat8_e5m2, 8}).empty());
   CHECK(dlb::typestr(dtype{dlb::kDLFloat4_e2m1fn, 4}).empty());
+  CHECK(dlb::typestr(dtype{dlb::kDLBcomplex, 32}).empty());  // ml_dtypes' "<W4" is no NumPy typestr
   CHECK(dlb::typestr(dtype{dlb::kDLFloat, 32, 2}).empty());
   CHECK(dlb::dtype_from_typestr("<i8") == dtype{dlb::kDLInt, 64});
 }
@@ -139,6 +157,7 @@ TEST_CASE("dtype: the buffer format of every dtype the buffer protocol can spell
   CHECK(dlb::buffer_format(dtype{dlb::kDLComplex, 128}) == "Zd");
   CHECK(dlb::buffer_format(dtype{dlb::kDLBool, 8}) == "?");
   CHECK(dlb::buffer_format(dtype{dlb::kDLBfloat, 16}).empty());
+  CHECK(dlb::buffer_format(dtype{dlb::kDLBcomplex, 32}).empty());
   CHECK(dlb::buffer_format(dtype{dlb::kDLFloat, 32, 2}).empty());
 }
 
@@ -187,6 +206,7 @@ TEST_CASE("dtype: itemsize, sub-byte packing and storage_bytes") {
   CHECK(dtype{dlb::kDLFloat, 64}.itemsize() == 8);
   CHECK(dtype{dlb::kDLComplex, 128}.itemsize() == 16);
   CHECK(dtype{dlb::kDLComplex, 128}.storage_bytes(3) == 48);
+  CHECK(dtype{dlb::kDLBcomplex, 32}.itemsize() == 4);
   CHECK(dtype{dlb::kDLFloat, 32, 4}.itemsize() == 16);
   CHECK(dtype{dlb::kDLInt, 32}.storage_bytes(5) == 20);
 }
@@ -261,6 +281,20 @@ TEST_CASE("dtype: can_cast_safely is NumPy's safe casting, exact for integers to
   CHECK_FALSE(dlb::can_cast_safely(dtype{dlb::kDLInt, 16}, bf16));
   CHECK_FALSE(dlb::can_cast_safely(bf16, f16));  // float16's exponents stop at 2**15
   CHECK_FALSE(dlb::can_cast_safely(f16, bf16));  // and bfloat16 has 3 fewer bits
+  // bcomplex32's parts are bfloat16: what goes to bfloat16 goes to it, and it
+  // goes where its parts do, but never to a real.
+  const dtype bc32{dlb::kDLBcomplex, 32}, c64{dlb::kDLComplex, 64};
+  for (const auto& info : dlb::dtype_table) {
+    CAPTURE(info.name);
+    if (!dlb::is_complex(info.type))
+      CHECK(dlb::can_cast_safely(info.type, bc32) == dlb::can_cast_safely(info.type, bf16));
+  }
+  CHECK(dlb::can_cast_safely(bc32, bc32));
+  CHECK(dlb::can_cast_safely(bc32, c64));
+  CHECK(dlb::can_cast_safely(bc32, dtype{dlb::kDLComplex, 128}));
+  CHECK_FALSE(dlb::can_cast_safely(c64, bc32));
+  CHECK_FALSE(dlb::can_cast_safely(bc32, f32));
+  CHECK_FALSE(dlb::can_cast_safely(bc32, bf16));
   // The small float formats convert only to themselves; unsupported dtypes not even that far.
   CHECK(dlb::can_cast_safely(e4m3, e4m3));
   CHECK_FALSE(dlb::can_cast_safely(e4m3, f32));

@@ -506,7 +506,7 @@ TEST_CASE("element: load and store every supported dtype") {
     CHECK(one.re == 1.0);
     CHECK(one.im == 0.0);
     if (info.type.code == dlb::kDLInt || info.type.code == dlb::kDLFloat || info.type.code == dlb::kDLBfloat ||
-        info.type.code == dlb::kDLComplex || (dlb::small_float_format(info.type) &&
+        dlb::is_complex(info.type) || (dlb::small_float_format(info.type) &&
                                               dlb::small_float_format(info.type)->sign_bit())) {
       dlb::store(info.type, buf, dlb::scalar::from_real(-2.0));
       CHECK(dlb::load(info.type, buf).re == -2.0);
@@ -535,6 +535,50 @@ TEST_CASE("element: loaded scalars have the right kind") {
   const auto lh = dlb::load({dlb::kDLFloat, 16}, &h);
   CHECK(lh.k == dlb::scalar::kind::real);
   CHECK(lh.re == 1.5);
+}
+
+TEST_CASE("element: bcomplex32 is two bfloat16 codes, the real part first") {
+  const dlb::dtype bc32{dlb::kDLBcomplex, 32}, c64{dlb::kDLComplex, 64};
+  CHECK(dlb::small_float_format(bc32) == nullptr);  // a pair of formats, not one
+  // (16-byte buffers, so that the compiler sees room for any dtype's load/store.)
+  alignas(16) std::uint16_t parts[8] = {0x3FC0, 0xC020};  // 1.5, -2.5
+  const auto s = dlb::load(bc32, parts);
+  CHECK(s.k == dlb::scalar::kind::complex);
+  CHECK(s.re == 1.5);
+  CHECK(s.im == -2.5);
+  dlb::store(bc32, parts, dlb::scalar::from_complex(-0.0, 1.0 + std::ldexp(3.0, -8)));  // rounds to even
+  CHECK(parts[0] == 0x8000);
+  CHECK(parts[1] == 0x3F82);
+  dlb::store(bc32, parts, dlb::scalar::from_real(3.0));
+  CHECK(parts[0] == 0x4040);
+  CHECK(parts[1] == 0x0000);
+  dlb::store(bc32, parts, dlb::scalar::from_int(-1));
+  CHECK(parts[0] == 0xBF80);
+  CHECK(parts[1] == 0x0000);
+  dlb::store(bc32, parts, dlb::scalar::from_complex(1e39, -1e39));  // each part overflows alone
+  CHECK(parts[0] == 0x7F80);
+  CHECK(parts[1] == 0xFF80);
+  // To complex64 each part goes as bfloat16 goes to float32, signalling NaNs
+  // and payloads unchanged (ml_dtypes); from any NaN each part is written as
+  // bfloat16's quiet NaN of its sign.
+  const auto written = [](std::uint16_t code) {
+    const bool nan = (code & 0x7F80) == 0x7F80 && (code & 0x7F) != 0;
+    return nan ? std::uint16_t((code & 0x8000) | 0x7FC0) : code;
+  };
+  const std::uint16_t nans[][2] = {{0x7F81, 0x3F80}, {0x3F80, 0xFF81}, {0xFFA0, 0x7FC1}, {0x7F81, 0xFF82}};
+  for (const auto& pair : nans) {
+    CAPTURE(pair[0]);
+    CAPTURE(pair[1]);
+    parts[0] = pair[0];
+    parts[1] = pair[1];
+    alignas(16) std::uint32_t wide[4];
+    dlb::store(c64, wide, dlb::load(bc32, parts));
+    CHECK(wide[0] == std::uint32_t(pair[0]) << 16);
+    CHECK(wide[1] == std::uint32_t(pair[1]) << 16);
+    dlb::store(bc32, parts, dlb::load(c64, wide));
+    CHECK(parts[0] == written(pair[0]));
+    CHECK(parts[1] == written(pair[1]));
+  }
 }
 
 TEST_CASE("element: integers wrap modulo 2^bits") {

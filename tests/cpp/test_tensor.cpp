@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -599,6 +600,67 @@ TEST_CASE("tensor: importing a legacy tensor") {
     CHECK(to_vec(t.strides()) == vec{1});
   }
   CHECK(w.calls == 1);
+}
+
+TEST_CASE("tensor: float4 pairs (PyTorch's float4_e2m1fn_x2) import as float4_e2m1fn on the same bytes") {
+  const dlb::dtype pairs{dlb::kDLFloat4_e2m1fn, 4, 2}, f4{dlb::kDLFloat4_e2m1fn, 4};
+  // Each byte: element 2k in the low nibble, 2k + 1 in the high one.
+  alignas(8) std::uint8_t bytes[6] = {0x21, 0x7f, 0x9a, 0x00, 0x88, 0xf1};
+  const double values[12] = {0.5, 1.0, -6.0, 6.0, -1.0, -0.5, 0.0, 0.0, -0.0, -0.0, 0.5, -6.0};
+  const auto check_values = [&](const dlb::tensor& t) {
+    for (int i = 0; i < 12; ++i) {
+      CAPTURE(i);
+      const double v = dlb::load(f4, t.data(), i).re;
+      CHECK(v == values[i]);
+      CHECK(std::signbit(v) == std::signbit(values[i]));
+    }
+  };
+  counter c;
+  {
+    auto t = dlb::tensor::import(make_versioned(c, bytes, pairs, vec{2, 3}, vec{3, 1}, dlb::dlpack_flag_read_only));
+    CHECK(t.type() == f4);
+    CHECK(t.data() == bytes);
+    CHECK(to_vec(t.shape()) == vec{2, 6});
+    CHECK(to_vec(t.strides()) == vec{6, 1});
+    CHECK(t.readonly());
+    CHECK(t.nbytes() == 6);
+    check_values(t);
+    // It exports in DLPack's own spelling, lanes 1.
+    auto* out = t.export_versioned();
+    CHECK(dlb::dtype(out->dl_tensor.dtype) == f4);
+    CHECK(out->dl_tensor.shape[1] == 6);
+    out->deleter(out);
+  }
+  CHECK(c.calls == 1);
+  {
+    auto t = dlb::tensor::import(make_legacy(c, bytes, pairs, vec{6}), false);  // NULL strides: C order
+    CHECK(to_vec(t.shape()) == vec{12});
+    check_values(t);
+  }
+  CHECK(c.calls == 2);
+  {
+    auto t = dlb::tensor::import(make_versioned(c, bytes, pairs, vec{}));  // 0-d: one byte, two values
+    CHECK(to_vec(t.shape()) == vec{2});
+    CHECK(dlb::load(f4, t.data(), 1).re == 1.0);
+  }
+  CHECK(c.calls == 3);
+  const std::int64_t shape[] = {6}, strides[] = {1};
+  auto adopted = dlb::tensor::adopt(bytes, pairs, {dlb::kDLCPU, 0}, shape, strides, false, count_release, &c);
+  CHECK(adopted.type() == f4);
+  CHECK(to_vec(adopted.shape()) == vec{12});
+  check_values(adopted);
+  adopted = dlb::tensor();
+  CHECK(c.calls == 4);
+  // Refused (a last axis whose stride is not 1): the deleter runs once, before the error.
+  try {
+    (void)dlb::tensor::import(make_versioned(c, bytes, pairs, vec{3}, vec{2}));
+    FAIL("a strided last axis of float4 pairs was accepted");
+  } catch (const dlb::import_failure& e) {
+    CHECK(std::string(e.what()) ==
+          "invalid tensor: strides: axis 0: expected stride 1 on the last axis of float4 pairs (float4_e2m1fn_x2, "
+          "lanes 2), got stride 2");
+  }
+  CHECK(c.calls == 5);
 }
 
 TEST_CASE("tensor: legacy import calls the deleter once when validation fails") {

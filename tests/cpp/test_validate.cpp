@@ -120,18 +120,25 @@ TEST_CASE("validate: dtype") {
   fixture f;
   f.t.dtype = {99, 32, 1};
   const auto e = dlb::validate(f.t);
-  check_error(e, "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 99");
+  check_error(e, "dtype", -1, "a DLPack dtype code (0 to 18)", "dtype code 99");
   CHECK(e->message().find("dtype code 99") != std::string::npos);
-  f.t.dtype = {18, 8, 1};
-  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 18");
+  f.t.dtype = {19, 8, 1};
+  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack dtype code (0 to 18)", "dtype code 19");
   f.t.dtype = {255, 8, 1};
-  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack 1.3 dtype code (0 to 17)", "dtype code 255");
+  check_error(dlb::validate(f.t), "dtype", -1, "a DLPack dtype code (0 to 18)", "dtype code 255");
 
   f.t.dtype = {dlb::kDLFloat, 32, 4};
   check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 4");
   f.t.dtype = {dlb::kDLFloat, 32, 0};
   check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 0");
-  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 4, 2};
+  // Only float4 pairs (PyTorch's float4_e2m1fn_x2, below) may have lanes 2.
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 4, 4};
+  check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 4");
+  f.t.dtype = {dlb::kDLFloat6_e2m3fn, 6, 2};
+  check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 2");
+  f.t.dtype = {dlb::kDLUInt, 8, 2};
+  check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 2");
+  f.t.dtype = {dlb::kDLBcomplex, 32, 2};
   check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 2");
 
   f.t.dtype = {dlb::kDLOpaqueHandle, 64, 1};
@@ -146,6 +153,10 @@ TEST_CASE("validate: dtype") {
   check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 15, bits 8, lanes 1)");
   f.t.dtype = {dlb::kDLComplex, 32, 1};
   check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 5, bits 32, lanes 1)");
+  f.t.dtype = {dlb::kDLBcomplex, 64, 1};  // bcomplex is two bfloat16: 32 bits
+  check_error(dlb::validate(f.t), "dtype", -1, "a supported (code, bits) pair", "(code 18, bits 64, lanes 1)");
+  f.t.dtype = {dlb::kDLFloat4_e2m1fn, 8, 2};  // pairs of float4 only
+  check_error(dlb::validate(f.t), "dtype", -1, "lanes == 1", "lanes 2");
 
   // Every supported dtype passes (sub-byte ones with C-contiguous strides).
   for (const auto& info : dlb::dtype_table) {
@@ -279,6 +290,133 @@ TEST_CASE("validate: packed sub-byte data must be C-contiguous") {
   f.refresh();
   f.t.dtype = {dlb::kDLFloat6_e3m2fn, 6, 1};
   CHECK_FALSE(dlb::validate(f.t));
+}
+
+TEST_CASE("validate: float4 pairs (PyTorch's float4_e2m1fn_x2) are bytes, C-contiguous") {
+  alignas(8) unsigned char bytes[8] = {};
+  std::int64_t dims[2 * dlb::max_ndim];
+  vec shape{2, 3}, strides{3, 1};
+  dlb::DLTensor t{bytes, {dlb::kDLCPU, 0}, 2, {dlb::kDLFloat4_e2m1fn, 4, 2}, shape.data(), strides.data(), 0};
+  CHECK_FALSE(dlb::validate(t));
+  CHECK_FALSE(dlb::validate(dlb::unpair_float4(t, dims)));
+  CHECK_FALSE(dlb::validate(t, dlb::dlpack_flag_read_only));
+  t.strides = nullptr;  // C order
+  CHECK_FALSE(dlb::validate(t));
+  t.strides = strides.data();
+  // The last axis must be the bytes' own: stride 1.
+  strides = {6, 2};
+  check_error(dlb::validate(t), "strides", 1, "stride 1 on the last axis of float4 pairs (float4_e2m1fn_x2, lanes 2)",
+              "stride 2");
+  strides = {3, -1};
+  check_error(dlb::validate(t), "strides", 1, "stride 1 on the last axis of float4 pairs (float4_e2m1fn_x2, lanes 2)",
+              "stride -1");
+  // The other axes must be C-contiguous too, as for any packed data.
+  strides = {4, 1};
+  check_error(dlb::validate(t), "strides", -1, "C-contiguous strides for a packed sub-byte dtype",
+              "non-contiguous strides");
+  strides = {1, 2};
+  CHECK(dlb::validate(t)->field == "strides");
+  // Axes of extent 1 may carry any stride, the last one too; empty tensors any strides at all.
+  shape = {2, 1};
+  strides = {1, 7};
+  CHECK_FALSE(dlb::validate(t));
+  CHECK_FALSE(dlb::validate(dlb::unpair_float4(t, dims)));
+  shape = {1, 3};
+  strides = {-5, 1};
+  CHECK_FALSE(dlb::validate(t));
+  CHECK_FALSE(dlb::validate(dlb::unpair_float4(t, dims)));
+  shape = {0, 3};
+  strides = {1, 9};
+  CHECK_FALSE(dlb::validate(t));
+  CHECK_FALSE(dlb::validate(dlb::unpair_float4(t, dims)));
+  t.data = nullptr;
+  CHECK_FALSE(dlb::validate(t));
+  t.data = bytes;
+  // Errors name the bytes' layout, as the producer gave it.
+  shape = {2, -3};
+  strides = {3, 1};
+  check_error(dlb::validate(t), "shape", 1, "extent >= 0", "extent -3");
+  t.device = {dlb::kDLCPU, -1};
+  check_error(dlb::validate(t), "device", -1, "device_id >= 0", "-1");
+  t.device = {dlb::kDLCPU, 0};
+  check_error(dlb::validate(t, dlb::dlpack_flag_is_subbyte_type_padded), "flags", -1, "packed sub-byte data",
+              "IS_SUBBYTE_TYPE_PADDED");
+  // As float4, with the last extent doubled, the C-order strides (and so the
+  // element count) must fit in int64 too, empty or not.
+  const std::string doubled = "C-order strides that fit in int64 with the last extent doubled (float4 pairs)";
+  shape = {(std::int64_t(1) << 62) - 1};
+  t.ndim = 1;
+  t.strides = nullptr;
+  CHECK_FALSE(dlb::validate(t));
+  CHECK_FALSE(dlb::validate(dlb::unpair_float4(t, dims)));
+  shape = {std::int64_t(1) << 62};
+  check_error(dlb::validate(t), "shape", -1, doubled, "extents (4611686018427387904,)");
+  shape = {0, std::int64_t(1) << 62};
+  t.ndim = 2;
+  check_error(dlb::validate(t), "shape", -1, doubled, "extents (0, 4611686018427387904)");
+  shape = {std::int64_t(1) << 61, 2};  // 2^62 bytes, 2^63 float4 values
+  check_error(dlb::validate(t), "shape", -1, doubled, "extents (2305843009213693952, 2)");
+  shape = {std::int64_t(1) << 62, 0};  // a last extent of 0 stays 0
+  CHECK_FALSE(dlb::validate(t));
+  CHECK_FALSE(dlb::validate(dlb::unpair_float4(t, dims)));
+  shape = {0, std::int64_t(1) << 61, 2};  // empty: no elements, but C-order strides of 2^63
+  t.shape = shape.data();  // (three extents: a new array)
+  t.ndim = 3;
+  check_error(dlb::validate(t), "shape", -1, doubled, "extents (0, 2305843009213693952, 2)");
+  // 0-d: one byte, two values.
+  t.ndim = 0;
+  t.shape = nullptr;
+  CHECK_FALSE(dlb::validate(t));
+  CHECK_FALSE(dlb::validate(dlb::unpair_float4(t, dims)));
+}
+
+TEST_CASE("validate: unpair_float4 spells float4 pairs as DLPack's float4_e2m1fn on the same bytes") {
+  alignas(8) unsigned char bytes[24] = {};
+  std::int64_t dims[2 * dlb::max_ndim];
+  vec shape{2, 3, 4}, strides{12, 4, 1};
+  const dlb::DLTensor t{bytes, {dlb::kDLCUDA, 1}, 3, {dlb::kDLFloat4_e2m1fn, 4, 2}, shape.data(), strides.data(), 5};
+  const dlb::DLTensor u = dlb::unpair_float4(t, dims);
+  CHECK(u.data == t.data);
+  CHECK(u.byte_offset == 5);
+  CHECK(u.device.device_type == dlb::kDLCUDA);
+  CHECK(u.device.device_id == 1);
+  CHECK(dlb::dtype(u.dtype) == dlb::dtype{dlb::kDLFloat4_e2m1fn, 4, 1});
+  REQUIRE(u.ndim == 3);
+  CHECK(vec(u.shape, u.shape + 3) == vec{2, 3, 8});
+  CHECK(vec(u.strides, u.strides + 3) == vec{24, 8, 1});  // the bytes' strides doubled
+  CHECK_FALSE(dlb::validate(u));
+  // Axes of extent 1 get C-order strides, whatever the bytes had; NULL strides too.
+  shape = {1, 2};
+  strides = {99, 1};
+  dlb::DLTensor v = t;
+  v.ndim = 2;
+  CHECK(vec(dlb::unpair_float4(v, dims).strides, dims + 4) == vec{4, 1});
+  v.strides = nullptr;
+  CHECK(vec(dlb::unpair_float4(v, dims).shape, dims + 2) == vec{1, 4});
+  CHECK(vec(dlb::unpair_float4(v, dims).strides, dims + 4) == vec{4, 1});
+  // 0-d: one byte holds a 1-d pair.
+  v.ndim = 0;
+  v.shape = nullptr;
+  const dlb::DLTensor w = dlb::unpair_float4(v, dims);
+  REQUIRE(w.ndim == 1);
+  CHECK(w.shape[0] == 2);
+  CHECK(w.strides[0] == 1);
+  // Empty: the doubled extent is still 0 where it was.
+  shape = {3, 0};
+  v.ndim = 2;
+  v.shape = shape.data();
+  CHECK(vec(dlb::unpair_float4(v, dims).shape, dims + 2) == vec{3, 0});
+}
+
+TEST_CASE("validate: check_demands names a dtype without a name by its triple") {
+  alignas(8) unsigned char bytes[8] = {};
+  vec shape{4};
+  const dlb::DLTensor t{bytes, {dlb::kDLCPU, 0}, 1, {dlb::kDLFloat4_e2m1fn, 4, 2}, shape.data(), nullptr, 0};
+  dlb::requirements r;
+  r.type = {dlb::kDLFloat, 32};
+  check_error(dlb::check(t, false, r), "dtype", -1, "float32", "(code 17, bits 4, lanes 2)");
+  r.type = {dlb::kDLFloat4_e2m1fn, 4};
+  CHECK(dlb::check(t, false, r)->received == "(code 17, bits 4, lanes 2)");
 }
 
 TEST_CASE("validate: strides whose byte offsets overflow") {

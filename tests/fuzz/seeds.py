@@ -16,9 +16,9 @@ CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
 VERSIONED, LEGACY, ADOPT = 0, 1, 2
 NULL_SHAPE, NULL_STRIDES, READ_ONLY, EXTRA_STRIDE = 1, 2, 4, 8
 CPU, CUDA = 1, 2
-INT, UINT, FLOAT, BFLOAT, COMPLEX, BOOL, F8_E4M3FN, F6_E2M3FN, F4_E2M1FN = 0, 1, 2, 4, 5, 6, 10, 15, 17
+INT, UINT, FLOAT, BFLOAT, COMPLEX, BOOL, F8_E4M3FN, F6_E2M3FN, F4_E2M1FN, BCOMPLEX = 0, 1, 2, 4, 5, 6, 10, 15, 17, 18
 # Indices into dlb::dtype_table, for the cast.
-TO_INT8, TO_FLOAT32, TO_FLOAT16, TO_FLOAT4 = 1, 10, 9, 25
+TO_INT8, TO_FLOAT32, TO_FLOAT16, TO_COMPLEX64, TO_FLOAT4, TO_BCOMPLEX32 = 1, 10, 9, 13, 25, 26
 ADDRESS = 0x7F00_0000_0000  # a typical heap address; the harness never reads there
 
 
@@ -56,6 +56,11 @@ SEEDS = {
     "float8-e4m3fn": seed(dtype=(F8_E4M3FN, 8, 1), shape=(3, 3), strides=(1, 3)),
     "float4-packed": seed(dtype=(F4_E2M1FN, 4, 1), shape=(5, 3), cast_to=TO_FLOAT32),
     "float6-packed-strides": seed(dtype=(F6_E2M3FN, 6, 1), shape=(2, 3), strides=(3, 1), cast_to=TO_FLOAT4),
+    "bcomplex32": seed(dtype=(BCOMPLEX, 32, 1), shape=(3, 2), strides=(1, 3), cast_to=TO_COMPLEX64),
+    "float32-to-bcomplex32": seed(shape=(2, 3), strides=(1, 2), cast_to=TO_BCOMPLEX32),
+    # PyTorch's float4_e2m1fn_x2: bytes of two float4 values, taken as packed float4.
+    "float4-pairs": seed(dtype=(F4_E2M1FN, 4, 2), shape=(2, 3), strides=(3, 1), cast_to=TO_FLOAT32),
+    "float4-pairs-0d": seed(route=LEGACY, dtype=(F4_E2M1FN, 4, 2), shape=()),
     "read-only-and-copied-flags": seed(flags=3, shape=(2,)),
     "cuda-device": seed(device=(CUDA, 1), shape=(8,)),
     "minor-version-99": seed(version=(1, 99), shape=(2,)),
@@ -77,6 +82,8 @@ SEEDS = {
     "overflowing-bytes": seed(dtype=(FLOAT, 64, 1), shape=(1 << 61,)),
     "null-data": seed(data=0, shape=(2,)),
     "packed-non-contiguous": seed(dtype=(F4_E2M1FN, 4, 1), shape=(2, 3), strides=(1, 2)),
+    "float4-pairs-strided-last-axis": seed(dtype=(F4_E2M1FN, 4, 2), shape=(2, 3), strides=(6, 2)),
+    "float4-pairs-non-contiguous": seed(route=ADOPT, dtype=(F4_E2M1FN, 4, 2), shape=(2, 3), strides=(4, 1)),
     "overflowing-stride": seed(shape=(3,), strides=(1 << 62,)),
     "byte-offset-wraps": seed(byte_offset=(1 << 64) - 8, shape=(2,)),
     "span-below-zero": seed(data=16, shape=(5,), strides=(-8,)),

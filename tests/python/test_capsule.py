@@ -285,7 +285,7 @@ def test_other_major_version_is_refused_after_calling_the_deleter(version):
 # case: (how the tensor is broken, a part the message must name, the whole message)
 INVALID = {
     "unknown dtype code": (dict(dtype=(99, 64, 1)), "dtype code 99",
-                           "dtype: expected a DLPack 1.3 dtype code (0 to 17), got dtype code 99"),
+                           "dtype: expected a DLPack dtype code (0 to 18), got dtype code 99"),
     "ndim 70": (dict(shape=(1,) * 70, values=[1.0]), "expected ndim <= 64, got 70",
                 "ndim: expected ndim <= 64, got 70"),
     "negative ndim": (dict(ndim=-1), "ndim", "ndim: expected ndim <= 64, got -1"),
@@ -302,6 +302,19 @@ INVALID = {
                          "dtype: expected a supported (code, bits) pair, got (code 2, bits 7, lanes 1)"),
     "fp4 with bits 8": (dict(dtype=(17, 8, 1)), "dtype",
                         "dtype: expected a supported (code, bits) pair, got (code 17, bits 8, lanes 1)"),
+    "bcomplex with bits 64": (dict(dtype=(18, 64, 1)), "dtype",
+                              "dtype: expected a supported (code, bits) pair, got (code 18, bits 64, lanes 1)"),
+    "fp4 pairs with bits 8": (dict(dtype=(17, 8, 2)), "lanes 2", "dtype: expected lanes == 1, got lanes 2"),
+    "fp4 with lanes 4": (dict(dtype=(17, 4, 4)), "lanes 4", "dtype: expected lanes == 1, got lanes 4"),
+    "fp4 pairs, last axis strided": (dict(dtype=(17, 4, 2), shape=(2, 2), strides=(4, 2), values=range(8)),
+                                     "stride 2", "strides: axis 1: expected stride 1 on the last axis of float4 "
+                                     "pairs (float4_e2m1fn_x2, lanes 2), got stride 2"),
+    "fp4 pairs, rows apart": (dict(dtype=(17, 4, 2), shape=(2, 2), strides=(3, 1), values=range(8)), "strides",
+                              "strides: expected C-contiguous strides for a packed sub-byte dtype, "
+                              "got non-contiguous strides"),
+    "fp4 pairs, last extent 2^62": (dict(dtype=(17, 4, 2), shape=(2**62,), values=[1.0]), "doubled",
+                                    "shape: expected C-order strides that fit in int64 with the last extent doubled "
+                                    "(float4 pairs), got extents (4611686018427387904,)"),
     "null shape": (dict(shape=(2, 2), values=range(4)), "shape", "shape: expected a shape array, got NULL"),
     "bool with bits 1": (dict(dtype=(6, 1, 1)), "dtype",
                          "dtype: expected a supported (code, bits) pair, got (code 6, bits 1, lanes 1)"),

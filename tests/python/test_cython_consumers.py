@@ -833,6 +833,12 @@ SEVERAL_UNMET = [
       for dtype in ("int64", "uint64", "complex64", "complex128")
       for f, name in (("ex.image_sum_of_any", "image_sum_of_any"), ("dlb_plain.image_dtype", "image_dtype"))],
     ("ex.image_sum_of_any([[1, 2]])", "image_sum_of_any(): argument 'x': expected float32 or float64, got int64 (converting would lose precision)"),
+    # PyTorch's float4_e2m1fn_x2 arrives as dlbridge's float4_e2m1fn, which converts to nothing else.
+    *[(f"{f}(torch.zeros(2, 3, dtype=torch.uint8).view(torch.float4_e2m1fn_x2))",
+       f"{name}(): argument 'x': expected float32 or float64, got float4_e2m1fn{tail}")
+      for f, name, tail in (("ex.image_sum", "image_sum", ""),
+                            ("ex.image_sum_of_any", "image_sum_of_any", " (converting would lose precision)"),
+                            ("dlb_plain.image_dtype", "image_dtype", " (converting would lose precision)"))],
     ("ex.image_sum_of_any(np.zeros((2, 3), np.int32)[None])", "image_sum_of_any(): argument 'x': expected ndim 2, got 3"),
     ("ex.image_sum_of_any(np.zeros(3, np.float32))", "image_sum_of_any(): argument 'x': expected ndim 2, got 1"),
     ("ex.image_sum_of_any(ex.cuda_vector_at_address(0x10000, 6))", "image_sum_of_any(): argument 'x': expected device cpu, got cuda"),

@@ -134,7 +134,11 @@ def test_allocator_empty_and_zero_dimensional_tensors():
     (prototype((2,), device=(7, 0)), "ValueError", "dlbridge cannot allocate memory on vulkan"),
     (prototype((2**62, 4)), "ValueError", "managed_tensor_allocator: prototype: shape: expected a byte size that fits "
                                           "in int64, got an overflowing element count"),
-], ids=["null", "negative-extent", "ndim", "dtype", "device-type", "vulkan", "overflow"])
+    # Float4 pairs (PyTorch's float4_e2m1fn_x2): dlbridge imports them, but allocates DLPack's float4 only.
+    (prototype((2, 3), dtype=(17, 4, 2)), "ValueError",
+     "managed_tensor_allocator: prototype: float4_e2m1fn_x2 (code 17, bits 4, lanes 2) is not allocated; ask for "
+     "float4_e2m1fn (lanes 1) with the last extent doubled"),
+], ids=["null", "negative-extent", "ndim", "dtype", "device-type", "vulkan", "overflow", "float4-pairs"])
 @pytest.mark.parametrize("nogil", [False, True], ids=["with-gil", "without-gil"])
 def test_allocator_reports_failures_through_set_error_only(proto, kind, message, nogil):
     # Called holding the GIL (PYFUNCTYPE), a Python exception left set would

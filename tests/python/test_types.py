@@ -41,9 +41,10 @@ DTYPES = {
     "float6_e2m3fn": (15, 6, 1, None),
     "float6_e3m2fn": (16, 6, 1, None),
     "float4_e2m1fn": (17, 4, 1, None),
+    "bcomplex32": (18, 32, 4, None),  # two bfloat16: DLPack main's kDLBcomplex, ml_dtypes' name
 }
 NUMPY_NAMES = [n for n, v in DTYPES.items() if v[3] is not None]
-ML_DTYPES_NAMES = [n for n, v in DTYPES.items() if v[3] is None]  # bfloat16 and the minifloats
+ML_DTYPES_NAMES = [n for n, v in DTYPES.items() if v[3] is None]  # bfloat16, the minifloats, bcomplex32
 TORCH_NAMES = {
     torch.bool: "bool", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
     torch.int64: "int64", torch.uint8: "uint8", torch.uint16: "uint16", torch.uint32: "uint32",
@@ -59,9 +60,9 @@ TORCH_NAMES = {
 # DType: construction
 
 
-def test_there_are_26_dtypes():
-    assert len(DTYPES) == 26
-    assert len(ML_DTYPES_NAMES) == 12  # bfloat16 and the 11 minifloats
+def test_there_are_27_dtypes():
+    assert len(DTYPES) == 27
+    assert len(ML_DTYPES_NAMES) == 13  # bfloat16, the 11 minifloats and bcomplex32
 
 
 @pytest.mark.parametrize("name", list(DTYPES))
@@ -174,12 +175,14 @@ def test_dtype_equality_with_ml_dtypes():
     assert DType("bfloat16") == ml_dtypes.bfloat16
     assert DType("float8_e4m3fn") == np.dtype(ml_dtypes.float8_e4m3fn)
     assert DType("float8_e4m3fn") != ml_dtypes.float8_e4m3fnuz
+    assert DType("bcomplex32") == ml_dtypes.bcomplex32
+    assert DType("bcomplex32") != ml_dtypes.complex32  # complex of two float16: DLPack spells it (5, 32), unsupported
 
 
 def test_dtype_hash():
     assert hash(DType("float32")) == hash(DType("<f4")) == hash(DType(np.float32))
     names = {DType(n) for n in DTYPES}
-    assert len(names) == 26
+    assert len(names) == 27
     assert DType("int64") in {DType(int)}
     assert {DType("f8"): 1}[DType(float)] == 1
 

@@ -1,4 +1,5 @@
-// The DLPack 1.3 ABI, declared by dlbridge in its own namespace.
+// The DLPack 1.3 ABI, declared by dlbridge in its own namespace, and the one
+// type code DLPack's main branch has added since (kDLBcomplex).
 //
 // Every type here has the size, field order and enum values of the upstream
 // C header, so pointers to them can be handed across the C boundary as is.
@@ -63,6 +64,10 @@ enum DLDataTypeCode : std::uint8_t {
   kDLFloat6_e2m3fn = 15,
   kDLFloat6_e3m2fn = 16,
   kDLFloat4_e2m1fn = 17,
+  // Complex of two bfloat16, real part first, as kDLComplex lays out its
+  // parts: merged on DLPack's main branch after v1.3 (dmlc/dlpack PR #187,
+  // "complex number (2x bfloat16)"), in no release yet.
+  kDLBcomplex = 18,
 };
 
 struct DLDataType {

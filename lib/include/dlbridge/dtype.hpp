@@ -51,7 +51,7 @@ struct dtype_info {
   std::string_view buffer_format;
 };
 
-inline constexpr std::array<dtype_info, 26> dtype_table{{
+inline constexpr std::array<dtype_info, 27> dtype_table{{
     {{kDLBool, 8}, "bool", "|b1", "?"},
     {{kDLInt, 8}, "int8", "|i1", "b"},
     {{kDLInt, 16}, "int16", "<i2", "h"},
@@ -78,6 +78,8 @@ inline constexpr std::array<dtype_info, 26> dtype_table{{
     {{kDLFloat6_e2m3fn, 6}, "float6_e2m3fn", "", ""},
     {{kDLFloat6_e3m2fn, 6}, "float6_e3m2fn", "", ""},
     {{kDLFloat4_e2m1fn, 4}, "float4_e2m1fn", "", ""},
+    // ml_dtypes' name; NumPy itself has no such type.
+    {{kDLBcomplex, 32}, "bcomplex32", "", ""},
 }};
 
 [[nodiscard]] constexpr const dtype_info* find_dtype(dtype t) {
@@ -86,14 +88,20 @@ inline constexpr std::array<dtype_info, 26> dtype_table{{
   return nullptr;
 }
 
-// Whether `code` is any DLPack 1.3 type code (supported or not).
-[[nodiscard]] constexpr bool is_dlpack_code(std::uint8_t code) { return code <= kDLFloat4_e2m1fn; }
+// Whether `code` is any DLPack type code (supported or not): DLPack 1.3's and
+// kDLBcomplex.
+[[nodiscard]] constexpr bool is_dlpack_code(std::uint8_t code) { return code <= kDLBcomplex; }
+
+// Whether elements of `t` are complex numbers (kDLComplex, kDLBcomplex).
+[[nodiscard]] DLB_HOST_DEVICE constexpr bool is_complex(dtype t) {
+  return t.code == kDLComplex || t.code == kDLBcomplex;
+}
 
 namespace detail {
 // The table as one 256-bit set of widths per type code: every import asks
 // is_supported, and a scan of the table costs more than the rest of it.
 inline constexpr auto supported_widths = [] {
-  std::array<std::array<std::uint64_t, 4>, kDLFloat4_e2m1fn + 1> sets{};
+  std::array<std::array<std::uint64_t, 4>, kDLBcomplex + 1> sets{};
   for (const auto& info : dtype_table)
     sets[info.type.code][info.type.bits / 64] |= std::uint64_t(1) << (info.type.bits % 64);
   return sets;
@@ -169,8 +177,8 @@ struct float_precision {
 // dtype is not a standard float (the float8, float6 and float4 formats take
 // no conversion but to themselves).
 [[nodiscard]] constexpr float_precision precision_of(dtype t) {
-  const int bits = t.code == kDLComplex ? t.bits / 2 : t.bits;
-  if (t.code == kDLBfloat && bits == 16) return {8, 128};
+  const int bits = is_complex(t) ? t.bits / 2 : t.bits;
+  if ((t.code == kDLBfloat || t.code == kDLBcomplex) && bits == 16) return {8, 128};
   if (t.code != kDLFloat && t.code != kDLComplex) return {};
   switch (bits) {
     case 16: return {11, 16};
@@ -204,7 +212,7 @@ struct float_precision {
   }
   const auto source = detail::precision_of(from);
   if (source.digits == 0 || target.digits == 0) return false;
-  if (from.code == kDLComplex && to.code != kDLComplex) return false;  // the imaginary part
+  if (is_complex(from) && !is_complex(to)) return false;  // the imaginary part
   return target.digits >= source.digits && target.max_exponent >= source.max_exponent;
 }
 

@@ -374,8 +374,10 @@ struct scalar {
   // NumPy float16's bit for bit, ml_dtypes bfloat16's and the CPU float32's
   // made quiet. `signalling` says that it was read as signalling: the
   // conversions that move payloads bit for bit (to and from float16,
-  // bfloat16 to float32, float32 to float32) keep it so.
+  // bfloat16 to float32, float32 to float32) keep it so. `im_signalling`
+  // says the same of im, for bcomplex32's parts (to complex64, as ml_dtypes).
   bool signalling = false;
+  bool im_signalling = false;
 
   [[nodiscard]] DLB_HOST_DEVICE static constexpr scalar from_bool(bool b) { return {kind::boolean, b, b, double(b), 0}; }
   // An integer's re is detail::rounding_double(): the integer itself below
@@ -606,6 +608,15 @@ DLB_HOST_DEVICE inline void store_scalar(void* p, const scalar& s) {
         default: return load_scalar<std::uint64_t>(p);
       }
     case kDLFloat: return t.bits == 32 ? load_scalar<float>(p) : load_scalar<double>(p);
+    case kDLBcomplex: {  // the real part's bfloat16 code, then the imaginary part's
+      const auto* parts = static_cast<const unsigned char*>(p);
+      scalar s = load_scalar<detail::bfloat16_code>(parts);
+      const scalar im = load_scalar<detail::bfloat16_code>(parts + 2);
+      s.k = scalar::kind::complex;
+      s.im = im.re;
+      s.im_signalling = im.signalling;
+      return s;
+    }
     default: {  // complex: the real part, then the imaginary (std::complex is host-only)
       const auto* parts = static_cast<const unsigned char*>(p);
       if (t.bits == 64)
@@ -645,11 +656,16 @@ DLB_HOST_DEVICE inline void store(dtype t, void* p, const scalar& s, std::int64_
         default: return store_scalar<std::uint64_t>(p, s);
       }
     case kDLFloat: return t.bits == 32 ? store_scalar<float>(p, s) : store_scalar<double>(p, s);
+    case kDLBcomplex: {  // as load()
+      auto* parts = static_cast<unsigned char*>(p);
+      store_scalar<detail::bfloat16_code>(parts, s);
+      return store_scalar<detail::bfloat16_code>(parts + 2, scalar::from_real(s.im));
+    }
     default: {  // complex: as load()
       auto* parts = static_cast<unsigned char*>(p);
       if (t.bits == 64) {
         store_as(parts, detail::to_float<float>(s));
-        return store_as(parts + 4, detail::narrow(s.im));
+        return store_as(parts + 4, detail::narrow(s.im, s.im_signalling));
       }
       store_as(parts, detail::to_float<double>(s));
       return store_as(parts + 8, s.im);

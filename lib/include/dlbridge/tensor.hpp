@@ -139,7 +139,7 @@ class tensor {
   // `value` does not fit `type`: an integer out of its range, a complex
   // value for a real type.
   [[nodiscard]] static tensor full(extents_t shape, dtype type, const scalar& value) {
-    if (value.k == scalar::kind::complex && type.code != kDLComplex)
+    if (value.k == scalar::kind::complex && !is_complex(type))
       throw std::invalid_argument("tensor::full: a complex value does not fit in " + std::string(name(type)));
     if (!fits(type, value))
       throw std::invalid_argument("tensor::full: " +
@@ -315,8 +315,12 @@ class tensor {
   [[nodiscard]] const keeper* memory_keeper() const noexcept { return keeper_; }
 
  private:
+  // The tensor of a DLTensor that passed validate(): float4 pairs become
+  // DLPack's float4 on the same bytes (unpair_float4).
   [[nodiscard]] static tensor from_dltensor(const DLTensor& t, bool readonly, keeper::release_fn release,
                                             void* ctx) {
+    if (is_float4_pairs(t.dtype)) [[unlikely]]
+      return from_float4_pairs(t, readonly, release, ctx);
     tensor out;
     const extents_t shape(t.shape, std::size_t(t.ndim));
     const extents_t strides(t.strides, t.strides ? std::size_t(t.ndim) : 0);
@@ -332,6 +336,12 @@ class tensor {
     out.device_ = t.device;
     out.readonly_ = readonly;
     return out;
+  }
+
+  [[nodiscard, gnu::noinline]] static tensor from_float4_pairs(const DLTensor& t, bool readonly,
+                                                               keeper::release_fn release, void* ctx) {
+    std::int64_t dims[2 * max_ndim];
+    return from_dltensor(unpair_float4(t, dims), readonly, release, ctx);
   }
 
   void set_dims(extents_t shape, extents_t strides) {
