@@ -53,7 +53,7 @@ import dlbridge
 from dlbridge._probe import FIELDS, LIBRARIES, Exchange, Library, unavailable
 from dlbridge.testing import FAIL, Result
 from dlbridge.testing._report import summary
-from dlbridge.testing._runner import run_isolated
+from dlbridge.testing._runner import ending, run_isolated
 
 # What the kit checks on every machine: (subject, side, MODULE:NAME).
 KIT_SUBJECTS = [("dlbridge.Array", "producer", "dlbridge.testing.libraries:dlbridge_array"),
@@ -67,16 +67,6 @@ INSTALL = {"numpy": "numpy", "torch": "torch", "jax": "jax", "array_api_strict":
 
 # The beginnings of the values that fail the check (see the exit status above).
 FAILURES = ("failed", "crashed", "timed out", "WRONG")
-
-
-def _ending(returncode: int) -> str:
-    """How a child that wrote no more ended."""
-    if returncode < 0:
-        try:
-            return f"crashed: signal {-returncode} ({signal.Signals(-returncode).name})"
-        except ValueError:
-            return f"crashed: signal {-returncode}"
-    return f"crashed: exit status {returncode}"
 
 
 class _Probe:
@@ -123,7 +113,7 @@ class _Probe:
             return None
         try:
             # At least a moment: a child's pipe closes as it exits, just before it can be reaped.
-            return self.ended(_ending(self.process.wait(max(1.0, self.deadline - time.monotonic()))))
+            return self.ended(ending(self.process.wait(max(1.0, self.deadline - time.monotonic()))))
         except subprocess.TimeoutExpired:  # it closed the pipe and went on
             return self.timed_out()
 

@@ -85,7 +85,7 @@ def test_a_hang_fails_the_clause_after_its_timeout(seeded):
 def test_an_exit_fails_the_clause(seeded):
     results = check("producer", "kit_wrong:exits")
     gpu = {c.id for c in clauses("producer") if c.tier == "gpu"}  # not applicable here before the factory is called
-    assert {(r.verdict, r.observed) for r in results if r.clause not in gpu} == {(FAIL, "the process exited (status 3)")}
+    assert {(r.verdict, r.observed) for r in results if r.clause not in gpu} == {(FAIL, "crashed: exit status 3")}
 
 
 def test_a_declined_case_is_not_applicable(seeded):

@@ -50,13 +50,14 @@ def subject(side: str, spec: str) -> Producer | Consumer:
     return (Producer if side == "producer" else Consumer)(load(spec), spec)
 
 
-def _ending(returncode: int) -> str:
+def ending(returncode: int) -> str:
+    """How a child process that wrote no more ended (also the doctor's words)."""
     if returncode < 0:
         try:
             return f"crashed: signal {-returncode} ({signal.Signals(-returncode).name})"
         except ValueError:
             return f"crashed: signal {-returncode}"
-    return f"the process exited (status {returncode})"
+    return f"crashed: exit status {returncode}"
 
 
 def run_isolated(side: str, spec: str, *, timeout: float = 60.0, load_timeout: float = 120.0) -> list[Result]:
@@ -98,7 +99,7 @@ def _child(side: str, spec: str, first: int, order: list, timeout: float, load_t
                     break
                 data = os.read(read, 1 << 16)
                 if not data:
-                    how = _ending(_reap(process))
+                    how = ending(_reap(process))
                     break
                 *lines, pending = (pending + data).split(b"\n")
                 for line in lines:
