@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlpack_ctypes import Consumed, ManagedTensor, Producer
+from dlbridge.testing._abi import Consumed, ManagedTensor, Producer
 from test_dtypes_values import array_from_codes as small_array_from_codes
 from test_errors import exactly
 

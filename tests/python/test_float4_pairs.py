@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlpack_ctypes import Consumed, ManagedTensor, Producer
+from dlbridge.testing._abi import Consumed, ManagedTensor, Producer
 from test_errors import exactly
 
 PAIRS = (17, 4, 2)
