@@ -1,4 +1,6 @@
 """Fixtures shared by the test modules here."""
+import os
+
 import pytest
 
 import gpu
@@ -10,3 +12,12 @@ def usable_gpu():
     fails it under DLBRIDGE_REQUIRE_GPU=1."""
     if gpu.NO_GPU:
         gpu.skip_or_fail(gpu.NO_GPU_REASON)
+
+
+@pytest.fixture
+def deliberate_crashes(monkeypatch):
+    """For tests whose child processes crash on purpose (the conformance
+    kit's seeded bugs): under ASan (tests/run asan-python) such a crash stays
+    a signal the test can see, and is no sanitizer report."""
+    if os.environ.get("ASAN_OPTIONS"):
+        monkeypatch.setenv("ASAN_OPTIONS", os.environ["ASAN_OPTIONS"] + ":handle_segv=0:handle_abort=0")

@@ -47,7 +47,7 @@ not_callable = 42
 
 
 @pytest.fixture
-def seeded(tmp_path, monkeypatch):
+def seeded(tmp_path, monkeypatch, deliberate_crashes):
     (tmp_path / "kit_wrong.py").write_text(WRONG)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
@@ -55,7 +55,6 @@ def seeded(tmp_path, monkeypatch):
 
 def run(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "handle_segv=0"]))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
 
 
