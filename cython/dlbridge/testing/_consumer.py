@@ -404,18 +404,18 @@ def _asked(consumer: Consumer) -> list[dict]:
         title="a producer from before DLPack 1.0 (TypeError on max_version) is asked again without it, and imported",
         source=ARRAY_API, cites="try: x.__dlpack__(max_version=(1, 0), ...) ... except TypeError: x.__dlpack__(...)")
 def retry_legacy(consumer: Consumer) -> str:
-    outcome = offer(consumer, LEGACY, _legacy_producer)
-    if outcome.result is None:
-        raise Failed(f"{_calls(outcome.calls)}; from_dlpack raised {outcome.error}")
-    _values(outcome)
-    return f"{_calls(outcome.calls)}: imported, values right"
+    return _retried(offer(consumer, LEGACY, _legacy_producer))
 
 
 @clause("consumer.retry.device-copy",
         title="a producer that takes max_version but not dl_device and copy (TypeError) is imported",
         source=ARRAY_API, cites="This logic is also applicable to handling of the new dl_device and copy keywords.")
 def retry_device_copy(consumer: Consumer) -> str:
-    outcome = offer(consumer, BASELINE, _old_keywords_producer)
+    return _retried(offer(consumer, BASELINE, _old_keywords_producer))
+
+
+def _retried(outcome: Outcome) -> str:
+    """What a consumer that had to ask again made of an old producer."""
     if outcome.result is None:
         raise Failed(f"{_calls(outcome.calls)}; from_dlpack raised {outcome.error}")
     _values(outcome)

@@ -45,6 +45,16 @@ class _Published:
     address: int        # of its header
 
 
+def _readable(producer: Producer) -> list[_Published]:
+    """The tables the producer's array publishes that can be read; not
+    applicable where there are none."""
+    _, _, x = producer.make_any()
+    found, _ = _published(x)
+    if not found:
+        raise NotApplicable("no exchange table can be read (see producer.exchange.capsule)")
+    return found
+
+
 def _published(x) -> tuple[list[_Published], list[str]]:
     """The tables type(x) publishes that can be read, and the problems of
     those that cannot; NotApplicable where it publishes none (None counts
@@ -149,10 +159,7 @@ def capsule(producer: Producer) -> str:
         cites="The provided DLPack version the consumer must check major version compatibility before using "
               "this struct.")
 def version(producer: Producer) -> str:
-    _, _, x = producer.make_any()
-    found, _ = _published(x)
-    if not found:
-        raise NotApplicable("no exchange table can be read (see producer.exchange.capsule)")
+    found = _readable(producer)
     seen = []
     for table in found:
         (major, minor) = _version(table.address)
@@ -165,10 +172,7 @@ def version(producer: Producer) -> str:
 @clause("producer.exchange.prev-api", title="the prev_api chain is finite and goes to older versions",
         source=DLPACK_H, cites="Optional pointer to an older DLPackExchangeAPI in the chain.")
 def prev_api(producer: Producer) -> str:
-    _, _, x = producer.make_any()
-    found, _ = _published(x)
-    if not found:
-        raise NotApplicable("no exchange table can be read (see producer.exchange.capsule)")
+    found = _readable(producer)
     seen = []
     for table in found:
         chain, ending = _chain(table.address)
