@@ -199,6 +199,11 @@ using dlb::copy;
 using dlb::copy_threads;
 using dlb::set_copy_threads;
 
+// dlbridge/copy/threads.hpp: the copy state
+using dlb::copy_state;
+using dlb::copy_state_in_use;
+using dlb::use_copy_state;
+
 }  // namespace dlb
 
 // dlbridge/element.hpp: the small float formats.

@@ -197,6 +197,7 @@ _argument_api_table.wrap = _slot_wrap
 _argument_api_table.wrap_like = _slot_wrap_like
 _argument_api_table.zeros = _slot_zeros
 _argument_api_table.convert = _convert
+_argument_api_table.copy_state = &cpp.copy_state_in_use()
 
 # The table lives as long as the module, which Python never unloads.
 _argument_api = PyCapsule_New(&_argument_api_table, cpp.argument_api_capsule, NULL)

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "dlbridge/copy/threads.hpp"
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/python.hpp"
 #include "dlbridge/tensor.hpp"
@@ -61,6 +62,10 @@ struct argument_api {
   // out->owner (see array_argument for the rule).
   int (*convert)(PyObject* object, borrowed_array* out, const requirements* demands, std::size_t count,
                  const char* function, const char* name);
+  // dlbridge._array's copy state (dlb::copy_state_in_use(), copy/threads.hpp),
+  // which dlbridge.set_copy_threads() sets: a module that finds this table
+  // uses it for its own copies (get_argument_api).
+  dlb::copy_state* copy_state;
 };
 inline constexpr std::uint32_t argument_api_version = 3;
 inline constexpr const char* argument_api_capsule = "dlbridge.argument_api";
@@ -84,7 +89,8 @@ inline const argument_api& checked_argument_api(const argument_api& found) {
   return found;
 }
 
-// The converter, found once per extension module (imports dlbridge._array).
+// The converter, found once per extension module (imports dlbridge._array);
+// from then on the module's copies use dlbridge._array's copy state.
 inline const argument_api& get_argument_api() {
   static const argument_api* api = nullptr;
   if (api) return *api;
@@ -96,7 +102,8 @@ inline const argument_api& get_argument_api() {
   auto* found = static_cast<const argument_api*>(PyCapsule_GetPointer(capsule, argument_api_capsule));
   Py_DECREF(capsule);  // the module keeps the capsule, and Python never unloads it
   if (!found) throw python_error_already_set{};
-  api = &checked_argument_api(*found);
+  use_copy_state(*checked_argument_api(*found).copy_state);
+  api = found;
   return *api;
 }
 

@@ -459,11 +459,20 @@ cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:
     void fill(dtype, void*, int64_t count, const scalar&)
 
 
-cdef extern from "dlbridge/host_copy.hpp" namespace "dlb" nogil:
+cdef extern from "dlbridge/python_copy.hpp" namespace "dlb::python::copies" nogil:
+    # host_copy.hpp's calls, each making this module's copies use dlbridge's
+    # copy state first, so that dlbridge.set_copy_threads() reaches them.
     tensor astype(const tensor&, dtype) except +raise_python_error
     unsigned copy_threads() noexcept
     void set_copy_threads(unsigned) noexcept
     tensor copy(const tensor&) except +raise_python_error
+
+
+cdef extern from "dlbridge/copy/threads.hpp" namespace "dlb" nogil:
+    # The state behind copy_threads(), which dlbridge._array publishes.
+    cppclass copy_state:
+        pass
+    copy_state& copy_state_in_use() noexcept
 
 
 cdef extern from "dlbridge/python.hpp" namespace "dlb::python" nogil:
@@ -542,5 +551,6 @@ cdef extern from "dlbridge/argument_api.hpp" namespace "dlb::python":
         PyObject* (*wrap_like)(tensor*, PyObject*) noexcept
         int (*zeros)(device, const int64_t*, int32_t, dtype, tensor*) noexcept
         int (*convert)(PyObject*, borrowed_array*, const requirements*, size_t, const char*, const char*) noexcept
+        copy_state* copy_state
     const uint32_t argument_api_version
     const char* argument_api_capsule

@@ -9,7 +9,8 @@ within a minor series none of this may change (append-only parts may grow):
 - the argument API table (argument_api.hpp): its capsule name, ABI version
   and slots, in order and at their offsets (slots may be appended);
 - the layout of what consumers' inline code reads and writes in objects
-  dlbridge made: dlb::tensor, dlb::keeper, dlb::python::borrowed_array.
+  dlbridge made: dlb::tensor, dlb::keeper, dlb::copy_state (the copy state
+  the table points to), dlb::python::borrowed_array.
 
 `python tests/abi/abi.py` prints the installed package's ABI as JSON; the
 committed description of a series is tests/abi/<major>.<minor>.json, and
@@ -30,7 +31,7 @@ import dlbridge
 import dlbridge._array
 
 # Compared as a whole: nothing in them may change within a series.
-EXACT = ("Array", "tensor", "keeper", "borrowed_array")
+EXACT = ("Array", "tensor", "keeper", "copy_state", "borrowed_array")
 
 
 def series(version: str) -> str:
@@ -94,6 +95,8 @@ int main() {
               sizeof(dlb::tensor), alignof(dlb::tensor), find(t, keeper), find(t, t.data()), find(t, type),
               find(t, device), find(t, flags, sizeof(std::int32_t) + 1), find(t, shape));
   std::printf("\"keeper\": {\"size\": %zu, \"align\": %zu},\n", sizeof(dlb::keeper), alignof(dlb::keeper));
+  std::printf("\"copy_state\": {\"size\": %zu, \"align\": %zu},\n", sizeof(dlb::copy_state),
+              alignof(dlb::copy_state));
   std::printf("\"borrowed_array\": {\"size\": %zu, \"align\": %zu@BORROWED@},\n", sizeof(py::borrowed_array),
               alignof(py::borrowed_array));
   std::printf("\"argument_api\": {\"abi_version\": %u, \"size\": %zu, \"slots\": {@SLOTS@}}}\n",

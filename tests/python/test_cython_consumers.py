@@ -515,6 +515,25 @@ def test_plain_cpp_extension_takes_every_producer(example):
     """)
 
 
+def test_set_copy_threads_reaches_the_consumers_copies(example):
+    # One copy state per process, dlbridge._array's: the Cython module's copy
+    # calls (cpp.pxd) use it before they copy, and a C++ module's from the
+    # first argument it takes (get_argument_api).
+    run(example, """
+        import dlb_plain
+        default = dlbridge.get_copy_threads()
+        dlbridge.set_copy_threads(3)
+        assert ex.copy_threads() == 3
+        dlb_plain.row_sums(np.zeros((1, 1)))
+        assert dlb_plain.copy_threads() == 3
+        dlbridge.set_copy_threads(None)
+        assert ex.copy_threads() == dlb_plain.copy_threads() == default
+        dlbridge.set_copy_threads(5)
+        assert ex.copy_threads() == dlb_plain.copy_threads() == dlbridge.get_copy_threads() == 5
+        dlbridge.set_copy_threads(None)
+    """)
+
+
 # dlb_contracts.cpp: argument.hpp and python.hpp called with the NULL
 # pointers their contract allows, from a compiled extension. Each case is a
 # call and the exception it must raise (None: it returns).
@@ -727,7 +746,7 @@ def test_argument_api_table_from_another_release_is_import_error(example):
                "rebuild it against the installed dlbridge")
         raises(lambda: c.table_of(3, 40), ImportError,
                "the installed dlbridge's argument API (ABI version 3) has 40 bytes; this module was built with a "
-               "newer one of 64 bytes: install a dlbridge at least as new as the one it was built with")
+               "newer one of 72 bytes: install a dlbridge at least as new as the one it was built with")
     """))
 
 

@@ -1,7 +1,8 @@
 // What this machine's CPUs report at run time: the size of their last-level
-// cache and how many CPUs this process may run on. The copy engine
-// (host_copy.hpp) takes its streaming-store threshold and its thread count
-// from them, so that one build behaves well on whatever machine runs it.
+// cache and how many CPUs this process may run on. The copy engine takes its
+// streaming-store threshold (copy/tiles.hpp, which caps what it believes of
+// the cache) and its thread count (copy/threads.hpp) from them, so that one
+// build behaves well on whatever machine runs it.
 #pragma once
 
 #include <algorithm>

@@ -327,3 +327,9 @@ def cuda_zeros_like(uintptr_t address, int64_t n):
 def releases():
     """How many times the release of cuda_vector_at_address arrays has run."""
     return releases_c()
+
+
+def copy_threads():
+    """The most threads this module's CPU copies use (cpp.copy_threads):
+    dlbridge's setting, dlbridge.set_copy_threads()."""
+    return cpp.copy_threads()

@@ -111,6 +111,10 @@ PyObject* image_dtype(PyObject*, PyObject* x) {
   }
 }
 
+// copy_threads(): dlb::copy_threads() as this module's own copies read it,
+// with no wrapper: the state is dlbridge's once an argument has been taken.
+PyObject* copy_threads(PyObject*, PyObject*) { return PyLong_FromUnsignedLong(dlb::copy_threads()); }
+
 PyMethodDef methods[] = {
     {"row_sums", row_sums, METH_O, "The sums of the rows of a 2-D float64 array."},
     {"fill_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fill_)), METH_FASTCALL,
@@ -118,6 +122,7 @@ PyMethodDef methods[] = {
     {"negated", negated, METH_O, "-x for a 1-D float64 array x, as a new array of x's kind."},
     {"image_sum", image_sum, METH_O, "The sum of a 2-D float32 or float64 C-contiguous array."},
     {"image_dtype", image_dtype, METH_O, "The dtype and data address image_sum's converting argument sees."},
+    {"copy_threads", copy_threads, METH_NOARGS, "dlb::copy_threads() in this module."},
     {nullptr, nullptr, 0, nullptr},
 };
 

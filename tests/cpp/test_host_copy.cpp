@@ -1,118 +1,8 @@
-// dlbridge/host_copy.hpp: the strided copy and cast engine, checked against a naive
-// element-by-element reference loop.
-#include <doctest/doctest.h>
-
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <complex>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <numeric>
-#include <random>
-#include <stdexcept>
-#include <vector>
-
-#include "dlbridge/host_copy.hpp"
-
-namespace {
-using vec = std::vector<std::int64_t>;
-using bytes = std::vector<unsigned char>;
-
-// A buffer big enough for a strided layout, with the pointer to its first
-// element placed so that negative strides stay inside it, `misalign` bytes
-// past an aligned address. Filled with a pattern that does not repeat for a
-// long way, so that copies of the wrong byte show.
-struct strided_buffer {
-  bytes storage;
-  std::int64_t origin = 0;  // byte offset of the first element
-  vec strides;
-
-  strided_buffer(const vec& shape, vec s, std::size_t itemsize, unsigned char seed, std::int64_t misalign = 0)
-      : strides(std::move(s)) {
-    std::int64_t lo = 0, hi = std::int64_t(itemsize);
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      const std::int64_t reach = (shape[i] - 1) * strides[i] * std::int64_t(itemsize);
-      (reach < 0 ? lo : hi) += reach;
-    }
-    origin = -lo + misalign;
-    storage.resize(std::size_t(hi - lo + misalign) + 16);
-    for (std::size_t i = 0; i < storage.size(); ++i)
-      storage[i] = static_cast<unsigned char>(((i + seed) * 2654435761u) >> 13);
-  }
-  unsigned char* first() { return storage.data() + origin; }
-};
-
-// Calls f(src_offset, dst_offset) in elements for every index, in C order.
-template <class F>
-void for_each_index(const vec& shape, const vec& a, const vec& b, F&& f) {
-  for (auto e : shape)
-    if (e == 0) return;
-  vec index(shape.size(), 0);
-  for (;;) {
-    std::int64_t oa = 0, ob = 0;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      oa += index[i] * a[i];
-      ob += index[i] * b[i];
-    }
-    f(oa, ob);
-    std::size_t axis = shape.size();
-    for (; axis-- > 0;) {
-      if (++index[axis] < shape[axis]) break;
-      index[axis] = 0;
-    }
-    if (axis == std::size_t(-1)) return;
-  }
-}
-
-// The naive copy: one element at a time.
-void reference_copy(const vec& shape, std::size_t itemsize, const unsigned char* src, const vec& src_strides,
-                    unsigned char* dst, const vec& dst_strides) {
-  for_each_index(shape, src_strides, dst_strides, [&](std::int64_t so, std::int64_t dof) {
-    std::memcpy(dst + dof * std::int64_t(itemsize), src + so * std::int64_t(itemsize), itemsize);
-  });
-}
-
-// Copies with copy_strided and with the reference into two identical
-// destination buffers and compares every byte, the untouched ones included.
-// A dtype of `itemsize` bytes: unsigned integers up to 8 bytes, complex128,
-// else float32 with lanes (12 bytes: 3 lanes), which the engine moves as bytes.
-dlb::dtype dtype_of_size(std::size_t itemsize) {
-  if (itemsize == 16) return dlb::dtype{dlb::kDLComplex, 128};
-  if (itemsize <= 8) return dlb::dtype{dlb::kDLUInt, std::uint8_t(itemsize * 8)};
-  return dlb::dtype{dlb::kDLFloat, 32, std::uint16_t(itemsize / 4)};
-}
-
-// How check_copy runs the engine: copy_strided as it chooses (parts 0), or
-// its plan walk with these settings: split into `parts` pieces, as threads
-// would run them, with or without streaming stores and AVX2 (where the CPU
-// has it).
-using engine_run = dlb::detail::copy_settings;
-
-void check_copy(const vec& shape, std::size_t itemsize, const vec& src_strides, const vec& dst_strides,
-                std::int64_t src_misalign = 0, std::int64_t dst_misalign = 0, engine_run run = {0, false, false}) {
-  const dlb::dtype type = dtype_of_size(itemsize);
-  REQUIRE(type.itemsize() == itemsize);
-  strided_buffer src(shape, src_strides, itemsize, 1, src_misalign);
-  strided_buffer got(shape, dst_strides, itemsize, 200, dst_misalign);
-  strided_buffer want = got;
-  if (run.parts == 0)
-    dlb::copy_strided(shape, type, src.first(), src_strides, got.first(), dst_strides);
-  else if (std::all_of(shape.begin(), shape.end(), [](std::int64_t e) { return e > 0; }))
-    dlb::detail::copy_plan(dlb::detail::make_strided_plan(shape, dst_strides, src_strides), itemsize,
-                           reinterpret_cast<std::byte*>(got.first()), reinterpret_cast<const std::byte*>(src.first()),
-                           run);
-  reference_copy(shape, itemsize, src.first(), src_strides, want.first(), dst_strides);
-  CHECK(got.storage == want.storage);
-}
-
-vec c_strides_of(const vec& shape) {
-  vec s(shape.size());
-  dlb::c_strides(shape, s);
-  return s;
-}
-}  // namespace
+// dlbridge/host_copy.hpp: copy_strided, cast_strided, astype and copy, checked
+// against a naive element-by-element reference loop (copy_reference.hpp). The
+// tile policy's own cases are in test_copy_tiles.cpp, the threads' and the
+// copy state's in test_copy_threads.cpp.
+#include "copy_reference.hpp"
 
 TEST_CASE("copy: contiguous, transposed, negative and broadcast sources") {
   for (std::size_t itemsize : {1, 2, 4, 8, 16}) {
@@ -198,33 +88,6 @@ TEST_CASE("copy: random layouts against the reference loop") {
   }
 }
 
-// The tiled path: a transpose or permutation of arrays at least 8 elements
-// wide both ways, in tiles of up to 32 x 32 elements (fewer for wide
-// elements), with 16-byte vector blocks for 4- and 8-byte elements; extents
-// that are not multiples of the tile or the block leave remainders.
-TEST_CASE("copy: tiled 2-d transposes of every element size, remainders included") {
-  const vec shapes[] = {{8, 8}, {37, 45}, {45, 37}, {64, 33}, {100, 70}, {9, 300}, {300, 9}, {130, 8}, {8, 130}};
-  for (std::size_t itemsize : {1, 2, 3, 4, 8, 12, 16}) {
-    for (const auto& shape : shapes) {
-      CAPTURE(itemsize);
-      CAPTURE(shape[0]);
-      CAPTURE(shape[1]);
-      const vec c = c_strides_of(shape), f{1, shape[0]};
-      check_copy(shape, itemsize, f, c);                                // F order -> C order
-      check_copy(shape, itemsize, c, f);                                // C order -> F order
-      check_copy(shape, itemsize, {-1, shape[0]}, c);                   // transposed, one axis reversed
-      check_copy(shape, itemsize, {1, -shape[0]}, c);                   // the other axis reversed
-      check_copy(shape, itemsize, f, {-shape[1], 1});                   // reversed destination rows
-      check_copy(shape, itemsize, f, {-shape[1], -1});                  // reversed destination
-      check_copy(shape, itemsize, {2, 2 * shape[0] + 3}, c);            // gaps in the source
-      check_copy(shape, itemsize, f, {shape[1] + 5, 1});                // gaps between destination rows
-      check_copy(shape, itemsize, {1, shape[0] + 1}, {2, 2 * shape[0]});  // gaps on both sides
-      check_copy(shape, itemsize, f, c, 1, 3);                          // unaligned addresses
-      check_copy(shape, itemsize, f, c, std::int64_t(itemsize) / 2, 0);
-    }
-  }
-}
-
 TEST_CASE("copy: random permutations of larger arrays against the reference loop") {
   std::mt19937 rng(7);
   const std::size_t itemsizes[] = {1, 2, 3, 4, 8, 12, 16};
@@ -255,132 +118,6 @@ TEST_CASE("copy: random permutations of larger arrays against the reference loop
     CAPTURE(itemsize);
     check_copy(shape, itemsize, src_strides, dst_strides, std::int64_t(rng() % 4), std::int64_t(rng() % 4));
   }
-}
-
-// What threads and streaming stores change: the walk is split into pieces
-// along one axis (the outermost with enough indices, else the longest, in
-// runs of whole 64-element blocks), and whole tile rows of 16-byte aligned
-// destinations are written past the caches. Neither may change a byte.
-TEST_CASE("copy: pieces and streaming stores give the bytes of the plain walk") {
-  std::mt19937 rng(15);
-  const std::size_t itemsizes[] = {1, 2, 3, 4, 8, 12, 16};
-  const std::int64_t largest[] = {1000, 300, 70, 20};  // by ndim - 1
-  for (int trial = 0; trial < 200; ++trial) {
-    CAPTURE(trial);
-    const std::size_t ndim = 1 + rng() % 4;
-    vec shape(ndim);
-    for (auto& e : shape) e = 1 + std::int64_t(rng() % std::uint64_t(largest[ndim - 1]));
-    vec perm(ndim);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
-    const vec c = c_strides_of(shape);
-    vec src_strides(ndim);
-    for (std::size_t i = 0; i < ndim; ++i) src_strides[i] = c[std::size_t(perm[i])] * (rng() % 5 == 0 ? -1 : 1);
-    const std::size_t itemsize = itemsizes[rng() % 7];
-    const engine_run run{1 + unsigned(rng() % 7), rng() % 2 == 0, rng() % 2 == 0 && dlb::detail::has_avx2()};
-    CAPTURE(itemsize);
-    CAPTURE(run.parts);
-    CAPTURE(run.streaming);
-    CAPTURE(run.avx2);
-    // Destinations at every alignment, which decides where streaming stores go.
-    check_copy(shape, itemsize, src_strides, c, 0, std::int64_t(rng() % 17), run);
-  }
-}
-
-TEST_CASE("copy: 2-d transposes with and without streaming stores and AVX2, aligned or not") {
-  // Whole tiles and remainders of every tile shape; streaming stores only
-  // where destination rows are 16-byte aligned.
-  const vec shapes[] = {{8, 8}, {64, 128}, {37, 45}, {130, 70}, {16, 300}, {300, 16}};
-  for (const bool streaming : {false, true}) {
-    for (const bool avx2 : {false, dlb::detail::has_avx2()}) {
-      for (std::size_t itemsize : {1, 2, 4, 8, 16}) {
-        for (const auto& shape : shapes) {
-          for (std::int64_t misalign : {0, 8, 16, 1}) {
-            CAPTURE(streaming);
-            CAPTURE(avx2);
-            CAPTURE(itemsize);
-            CAPTURE(shape[0]);
-            CAPTURE(misalign);
-            const vec c = c_strides_of(shape), f{1, shape[0]};
-            check_copy(shape, itemsize, f, c, 0, misalign, {1, streaming, avx2});
-            check_copy(shape, itemsize, f, {shape[1] + 3, 1}, 0, misalign, {3, streaming, avx2});  // padded rows
-            check_copy(shape, itemsize, {-1, shape[0]}, c, 0, misalign, {2, streaming, avx2});
-          }
-        }
-      }
-    }
-  }
-}
-
-TEST_CASE("copy: a walk in more pieces than any axis has indices") {
-  // Every axis shorter than the pieces asked for: the longest is split, one index a piece.
-  check_copy({3, 5}, 4, {1, 3}, {5, 1}, 0, 0, {8, false});
-  check_copy({2, 2, 2}, 8, {1, 2, 4}, {4, 2, 1}, 0, 0, {64, true});
-  check_copy({7}, 2, {1}, {1}, 0, 0, {100, false});
-}
-
-TEST_CASE("copy: copy_threads, set_copy_threads and the pieces a copy is split into") {
-  const unsigned fallback = dlb::copy_threads();
-  CHECK(fallback >= 1);
-  CHECK(fallback <= 8);
-  CHECK(fallback <= dlb::detail::host_cpu().cpus);
-  dlb::set_copy_threads(3);
-  CHECK(dlb::copy_threads() == 3);
-  const std::int64_t mib = 1 << 20;
-  CHECK(dlb::detail::copy_parts(0) == 1);
-  CHECK(dlb::detail::copy_parts(8 * mib - 1) == 1);
-  CHECK(dlb::detail::copy_parts(8 * mib) == 2);
-  CHECK(dlb::detail::copy_parts(1024 * mib) == 3);
-  dlb::set_copy_threads(1);
-  CHECK(dlb::detail::copy_parts(1024 * mib) == 1);
-  dlb::set_copy_threads(0);
-  CHECK(dlb::copy_threads() == fallback);
-}
-
-TEST_CASE("copy: large copies on several threads equal the copy on one") {
-  // 24 MiB: three pieces of 8 MiB with three threads; a transpose, a
-  // reversed copy and a contiguous one, each compared with one thread's.
-  const std::int64_t rows = 2048, cols = 3072;
-  std::vector<float> src(std::size_t(rows * cols));
-  for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i % 65521) + 0.25f;
-  const dlb::dtype f32{dlb::kDLFloat, 32};
-  struct layout {
-    vec shape, src_strides, dst_strides;
-  };
-  const layout layouts[] = {{{cols, rows}, {1, cols}, {rows, 1}},
-                            {{rows, cols}, {-cols, -1}, {cols, 1}},
-                            {{rows * cols}, {1}, {1}}};
-  for (const auto& [shape, src_strides, dst_strides] : layouts) {
-    const float* first = src_strides[0] < 0 ? src.data() + rows * cols - 1 : src.data();
-    std::vector<float> want(src.size()), one(src.size()), three(src.size());
-    reference_copy(shape, 4, reinterpret_cast<const unsigned char*>(first), src_strides,
-                   reinterpret_cast<unsigned char*>(want.data()), dst_strides);
-    dlb::set_copy_threads(1);
-    dlb::copy_strided(shape, f32, first, src_strides, one.data(), dst_strides);
-    dlb::set_copy_threads(3);
-    REQUIRE(dlb::detail::copy_parts(std::int64_t(src.size() * 4)) == 3);
-    dlb::copy_strided(shape, f32, first, src_strides, three.data(), dst_strides);
-    CHECK(one == want);
-    CHECK(three == want);
-  }
-  dlb::set_copy_threads(0);
-}
-
-TEST_CASE("copy: the machine's caches and CPUs") {
-  using dlb::detail::parse_cache_size;
-  CHECK(parse_cache_size("48K\n") == 48 << 10);
-  CHECK(parse_cache_size("32768K") == std::size_t(32) << 20);
-  CHECK(parse_cache_size("2M") == std::size_t(2) << 20);
-  CHECK(parse_cache_size("1G") == std::size_t(1) << 30);
-  CHECK(parse_cache_size("64") == 64);
-  CHECK(parse_cache_size("") == 0);
-  CHECK(parse_cache_size("K") == 0);
-  const auto& cpu = dlb::detail::host_cpu();
-  CHECK(cpu.cpus >= 1);
-  CHECK(cpu.last_level >= 1024);
-  // A copy streams when its output would fill half the last-level cache.
-  CHECK_FALSE(dlb::detail::streams(std::int64_t(cpu.last_level / 2)));
-  CHECK(dlb::detail::streams(std::int64_t(cpu.last_level / 2) + 1));
 }
 
 TEST_CASE("copy: the common permutations of 3-d and 4-d arrays") {
@@ -417,23 +154,6 @@ TEST_CASE("copy: packed sub-byte data is copied as whole bytes") {
   dlb::copy_strided(vec{2, 2}, f6, src.data(), vec{2, 1}, dst6.data(), vec{2, 1});  // 24 bits
   CHECK(dst6 == bytes{0x21, 0x43, 0x65, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE});
 }
-
-// ---------------------------------------------------------------------------
-// cast_strided
-
-namespace {
-// The reference cast: load and store one element at a time in C order.
-template <class From, class To>
-std::vector<To> reference_cast(const vec& shape, dlb::dtype from, const From* src, const vec& src_strides,
-                               dlb::dtype to) {
-  std::vector<To> out(std::size_t(*dlb::element_count(shape)));
-  std::size_t k = 0;
-  for_each_index(shape, src_strides, src_strides, [&](std::int64_t so, std::int64_t) {
-    dlb::store(to, &out[k++], dlb::load(from, src + so));
-  });
-  return out;
-}
-}  // namespace
 
 TEST_CASE("cast: int32 to float64 from a transposed source") {
   std::vector<std::int32_t> src{1, -2, 3, -4, 5, -6};  // (2, 3) C order
@@ -615,30 +335,6 @@ TEST_CASE("cast: every path of the engine, typed and not, in pieces, against sto
     CHECK(got.storage == want.storage);
   }
 }
-
-TEST_CASE("cast: large casts on several threads equal the cast on one") {
-  // 6M float32 (24 MiB, 48 MiB as float64): three pieces with three threads.
-  const std::int64_t rows = 2048, cols = 3072;
-  std::vector<float> src(std::size_t(rows * cols));
-  for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i % 65521) * 0.37f - 1000.0f;
-  const dlb::dtype f32{dlb::kDLFloat, 32}, f64{dlb::kDLFloat, 64};
-  for (const bool transposed : {false, true}) {
-    const vec shape = transposed ? vec{cols, rows} : vec{rows, cols};
-    const vec strides = transposed ? vec{1, cols} : vec{cols, 1};
-    const vec c = c_strides_of(shape);
-    std::vector<double> one(src.size()), three(src.size());
-    dlb::set_copy_threads(1);
-    dlb::cast_strided(shape, f32, src.data(), strides, f64, one.data(), c);
-    dlb::set_copy_threads(3);
-    dlb::cast_strided(shape, f32, src.data(), strides, f64, three.data(), c);
-    CHECK(one == three);
-    CHECK(one == reference_cast<float, double>(shape, f32, src.data(), strides, f64));
-  }
-  dlb::set_copy_threads(0);
-}
-
-// ---------------------------------------------------------------------------
-// astype / copy
 
 TEST_CASE("astype: a transposed view becomes a C-contiguous tensor of the new dtype") {
   auto t = dlb::tensor::empty(vec{2, 3}, dlb::dtype{dlb::kDLInt, 32});
