@@ -178,7 +178,6 @@ _exchange_api.dltensor_from_py_object_no_sync = _slot_dltensor_from_object
 _exchange_api.current_work_stream = _slot_current_work_stream
 
 
-
 # The table as Array publishes it. Functions, not module globals: the Array
 # class reads them as its body runs, wherever this file is included (the
 # table's address is all they read). The table lives as long as the module,
