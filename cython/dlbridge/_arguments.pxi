@@ -1,10 +1,27 @@
-# The argument converter (included by _array.pyx, after _exchange.pxi and
-# _importers.pxi): any framework's array as a validated DLTensor borrowed for
-# the length of a call, for dlbridge/argument.hpp (array_argument<Views...>),
-# published as the capsule _argument_api.
+# Included by _array.pyx; uses from it: Array, wrap, _require, _copy_to, is_ndarray_type,
+# read_ndarray_fields; _exchange_api, _type_exchange_api, _torch_state_checked, _fail (_exchange.pxi);
+# _shared_array, _from_sequence, _is_nested, _is_jax_array, _jax_buffer (_importers.pxi); _slot_wrap,
+# _slot_wrap_like, _slot_zeros (_returns.pxi).
+# The argument converter: any framework's array as a validated DLTensor
+# borrowed for the length of a call, for dlbridge/argument.hpp
+# (array_argument<Views...>), published as the capsule _argument_api.
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
-from cpython.ref cimport Py_XDECREF
-from libc.stdint cimport int32_t
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.pycapsule cimport PyCapsule_New
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.stdint cimport int32_t, int64_t
+from libcpp.optional cimport optional
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+cimport dlbridge.cpp as cpp
+from dlbridge.cpp cimport raise_python_error
+
+
+cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
+    # "f(): argument 'x': expected float32 or float64, got int32", as array_argument words it.
+    string dtype_mismatch_message(const vector[cpp.dtype]& expected, cpp.dtype received, const char* function,
+                                  const char* name) except +raise_python_error
 
 
 cdef int _borrow_validated(cpp.borrowed_array* out) except -1:
@@ -47,9 +64,9 @@ cdef int _borrow_found(x, cpp.borrowed_array* out) except -1:
     Returns 1, `out` untouched, where x has no array protocol."""
     cdef const cpp.DLPackExchangeAPI* api
     cdef PyObject* obj = <PyObject*>x
-    if is_ndarray_type(Py_TYPE(x)) and borrow_ndarray(obj, out[0]):
+    if is_ndarray_type(Py_TYPE(x)) and read_ndarray_fields(obj, out[0]):
         return _borrow_validated(out)
-    api = _exchange_api_of(x)
+    api = _type_exchange_api(x)
     # Arrays and subclasses keeping dlbridge's table (argument.hpp takes
     # exact Arrays inline; those holding no array come here for the error).
     if api == &_exchange_api and isinstance(x, Array):
@@ -78,7 +95,7 @@ cdef int _borrow_found(x, cpp.borrowed_array* out) except -1:
     return _borrow_array(a, out, True)
 
 
-cdef int _borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, const char* name) noexcept:
+cdef int _slot_borrow(PyObject* obj, cpp.borrowed_array* out, const char* function, const char* name) noexcept:
     """The argument_api's borrow: an object with no array protocol is
     TypeError, as a wrong argument. NULL names are left out of messages
     (argument.hpp says how)."""
@@ -130,8 +147,8 @@ cdef int _convert_borrowed(cpp.borrowed_array* out, const cpp.requirements* dema
         if pick == count:
             for i in range(count):
                 choices.push_back(demands[i].type)
-            raise TypeError(f"{_label(function, name)}: expected {cpp.dtype_choices(choices).decode()}, "
-                            f"got {dtype_from_cpp(got).name} (converting would lose precision)")
+            raise TypeError(dtype_mismatch_message(choices, got, function, name).decode("utf-8", "replace")
+                            + " (converting would lose precision)")
     if demands[pick].has_device and t.device.device_type != demands[pick].device_type:
         return 0  # never to another device: the argument says which it wants
     cdef int32_t ndim = t.ndim
@@ -152,9 +169,9 @@ cdef int _convert_borrowed(cpp.borrowed_array* out, const cpp.requirements* dema
     return _borrow_array(a, out, True)
 
 
-cdef int _convert(PyObject* obj, cpp.borrowed_array* out, const cpp.requirements* demands, size_t count,
+cdef int _slot_convert(PyObject* obj, cpp.borrowed_array* out, const cpp.requirements* demands, size_t count,
                   const char* function, const char* name) noexcept:
-    """The argument_api's convert (copy_if_needed): the object as _borrow
+    """The argument_api's convert (copy_if_needed): the object as _slot_borrow
     lends it where a view takes it, else a fresh copy that fits; a list or
     a scalar as asarray reads it, then the same."""
     cdef Array a
@@ -192,11 +209,11 @@ _argument_api_table.abi_version = cpp.argument_api_version
 _argument_api_table.size = sizeof(cpp.argument_api)
 _argument_api_table.array_type = <PyTypeObject*>Array
 _argument_api_table.tensor_offset = _tensor_offset()
-_argument_api_table.borrow = _borrow
+_argument_api_table.borrow = _slot_borrow
 _argument_api_table.wrap = _slot_wrap
 _argument_api_table.wrap_like = _slot_wrap_like
 _argument_api_table.zeros = _slot_zeros
-_argument_api_table.convert = _convert
+_argument_api_table.convert = _slot_convert
 _argument_api_table.copy_state = &cpp.copy_state_in_use()
 
 # The table lives as long as the module, which Python never unloads.

@@ -1,39 +1,43 @@
 # cython: language_level=3
 """The Array type and the functions that make Arrays: from_dlpack, asarray,
 empty, zeros, full; and build_info(). One extension module (the one that
-links the CUDA runtime), written in files by concern: this one holds the
-Array type; _streams.pxi the stream arguments, _scalars.pxi Python scalars,
-_exchange.pxi the DLPack C exchange API, _pickle.pxi pickling,
-_indexing.pxi indexing, _importers.pxi from_dlpack and asarray's sources,
-_creation.pxi empty/zeros/full, _build_info.pxi build_info(), _copy_threads.pxi
-the threads of CPU copies, _returns.pxi arrays returned like an input
-(wrap_like), _arguments.pxi the argument converter behind
-dlbridge/argument.hpp and dlbridge/returns.hpp."""
+links the CUDA runtime), written in files by concern. This one holds the
+Array type and what every other file uses: wrap, views, copies, exports
+and the C++ half's declarations (backend.hpp, numpy_arrays.hpp). The
+.pxi files, each naming on its first line what it uses from the others:
+
+- _streams.pxi: the stream arguments of __dlpack__ and to_device;
+- _scalars.pxi: Python scalars, elements and the dtype of a value;
+- _indexing.pxi: basic indexing (views);
+- _exchange.pxi: the DLPack C exchange API, dlbridge's table and imports
+  through a producer's;
+- _importers.pxi: from_dlpack, asarray and their sources (array
+  interfaces, the buffer protocol, sequences), and the adopters of memory
+  that Python objects own;
+- _creation.pxi: empty, zeros, full and the shape rule's errors;
+- _pickle.pxi: pickling;
+- _build_info.pxi: build_info();
+- _copy_threads.pxi: get_copy_threads, set_copy_threads;
+- _returns.pxi: arrays made in C++ returned like an input (wrap_like);
+- _arguments.pxi: the argument converter behind dlbridge/argument.hpp and
+  dlbridge/returns.hpp, published as _argument_api."""
 import operator
-import sys
-import warnings
 
 cimport cython
-
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FORMAT,
-                             PyBUF_ND, PyBUF_RECORDS_RO, PyBUF_STRIDES, PyBUF_WRITABLE)
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
+                             PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE)
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
-from cpython.pycapsule cimport PyCapsule_CheckExact
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int64_t, uint64_t, uint8_t, uintptr_t
+from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
 from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
-from libcpp.string cimport string
 from libcpp.utility cimport move
-from libcpp.vector cimport vector
 
 cimport dlbridge.cpp as cpp
 from dlbridge.cpp cimport raise_python_error
-from dlbridge._dlpack cimport call_dlpack, dlpack_device, export_capsule, import_capsule
-from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
+from dlbridge._dlpack cimport export_capsule
+from dlbridge._types cimport DType, Device, as_device, device_from_cpp, dtype_from_cpp
 
 from dlbridge._types import DeviceType
 
@@ -42,7 +46,7 @@ from dlbridge._types import DeviceType
 # converter (NumPy's C API is imported when the first ndarray arrives).
 cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
     cbool is_ndarray_type(PyTypeObject*) noexcept
-    cbool borrow_ndarray "dlb::python::numpy::borrow"(PyObject*, cpp.borrowed_array&) noexcept
+    cbool read_ndarray_fields "dlb::python::numpy::read_fields"(PyObject*, cpp.borrowed_array&) noexcept
 
 
 def _reads_ndarray_fields(x):
@@ -57,7 +61,7 @@ cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
     void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
     cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
     cpp.tensor lend(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
-    cpp.tensor borrow(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
+    cpp.tensor ordered_import(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     void order_after_producer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.device cuda_pointer_device(const void*) except +raise_python_error
 
@@ -104,6 +108,13 @@ cdef Array _view(Array base, cpp.tensor& t):
     Py_INCREF(root)
     cdef cpp.tensor kept = t.kept_by(cpp.release_object, <void*>root)
     return wrap(kept)
+
+
+cdef inline int _require_copy_argument(copy) except -1:
+    """Refuses a ``copy=`` argument other than the array API's True, False or None."""
+    if copy is not None and type(copy) is not bool:
+        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    return 0
 
 
 cdef inline int _require(Array a) except -1:
@@ -183,6 +194,25 @@ cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
     return out
 
 
+cdef dict _interface_dict(const cpp.tensor& t, str interface, str instead, uintptr_t data):
+    """The version-3 dict that NumPy's array interface and the CUDA array
+    interface share (the latter adds "stream"), with `data` as t's address;
+    BufferError naming `interface`, and the route to use `instead`, for a
+    dtype with no typestr."""
+    cdef DType dt = dtype_from_cpp(t.type())
+    typestr = dt.typestr
+    if typestr is None:
+        raise BufferError(f"{dt.name} has no {interface} typestr; use {instead}")
+    cdef int64_t itemsize = t.type().itemsize()
+    return {
+        "version": 3,
+        "shape": _extents(t),
+        "typestr": typestr,
+        "data": (data, t.readonly()),
+        "strides": None if t.is_c_contiguous() else tuple([t.stride(i) * itemsize for i in range(t.ndim())]),
+    }
+
+
 cdef object _export_shared(const cpp.tensor& t, bint versioned):
     """A capsule lending t's memory itself (Array.__dlpack__)."""
     if not versioned and t.readonly():
@@ -200,8 +230,7 @@ cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, copy):
     cdef cpp.tensor out
     if dl_device is not None:
         target = _export_device(a, dl_device)
-    if copy is not None and type(copy) is not bool:
-        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    _require_copy_argument(copy)
     if stream is not None:
         consumer = _consumer_stream(stream, target)
     if not copy and target == d:
@@ -238,22 +267,30 @@ cdef cpp.device _export_device(Array a, dl_device) except *:
     return target.value
 
 
-include "_streams.pxi"
-include "_scalars.pxi"
-
-
-include "_exchange.pxi"
-
-
 cdef class Array:
     """An n-dimensional strided array that speaks DLPack.
 
     Arrays come from ``from_dlpack``, ``asarray``, ``empty``, ``zeros`` and
-    ``full``; ``Array(obj)`` is ``asarray(obj)``. Indexing, ``.T`` and
-    ``transpose`` return views that share memory.
+    ``full``; ``Array(obj)`` is ``asarray(obj)``.
+
+    An Array is a view: a data pointer, a shape, strides counted in
+    elements (DLPack's unit; NumPy counts bytes), a DLPack dtype and device,
+    and a read-only flag, over memory it keeps alive (its own, or the
+    producer's, held until the last view or export of it is released).
+    Which memory an Array views is fixed when it is made: indexing, ``.T``
+    and ``transpose`` return new views of the same memory, and ``copy``,
+    ``to_device``, ``dtype=`` and ``copy=True`` make new C-contiguous,
+    writable memory. Read-only memory is never written: no writable buffer
+    or legacy DLPack capsule of it is given out. Reading elements from
+    Python (``tolist``, ``item``, the buffer protocol,
+    ``__array_interface__``) needs memory the host can reach. On a GPU, an
+    Array is ready in the order of its device's legacy default stream: work
+    queued there may use it, and imports and exports order other streams
+    around it. An Array's own code reads its fields, never its properties,
+    which a subclass may override.
     """
-    __dlpack_c_exchange_api__ = _exchange_api_capsule  # DLPack 1.3 C exchange API
-    __c_dlpack_exchange_api__ = _exchange_api_address  # the same table, as DLPack 1.2 published it
+    __dlpack_c_exchange_api__ = _exchange_api_capsule()  # DLPack 1.3 C exchange API
+    __c_dlpack_exchange_api__ = _exchange_api_address()  # the same table, as DLPack 1.2 published it
 
     def __init__(self, obj, *, dtype=None, copy=None):
         cdef Array a = asarray(obj, dtype=dtype, copy=copy)
@@ -385,39 +422,18 @@ cdef class Array:
         if d.type != cpp.kDLCUDA and d.type != cpp.kDLCUDAManaged and d.type != cpp.kDLCUDAHost:
             raise AttributeError(f"__cuda_array_interface__ is only defined for arrays in CUDA memory; "
                                  f"this array is on {self.device}")
-        cdef DType dt = dtype_from_cpp(self.t.type())
-        typestr = dt.typestr
-        if typestr is None:
-            raise BufferError(f"{dt.name} has no CUDA-array-interface typestr; use DLPack")
-        cdef int64_t itemsize = self.t.type().itemsize()
-        return {
-            "version": 3,
-            "shape": _extents(self.t),
-            "typestr": typestr,
-            "data": (<uintptr_t>self.t.data() if self.t.size() else 0, self.t.readonly()),
-            "strides": None if self.t.is_c_contiguous() else tuple(
-                [self.t.stride(i) * itemsize for i in range(self.t.ndim())]),
-            "stream": 1,
-        }
+        interface = _interface_dict(self.t, "CUDA-array-interface", "DLPack",
+                                    <uintptr_t>self.t.data() if self.t.size() else 0)
+        interface["stream"] = 1
+        return interface
 
     # -- host access --------------------------------------------------------
     @property
     def __array_interface__(self):
         """NumPy's array interface (version 3), for host memory."""
         _require_host(self, "__array_interface__")
-        cdef DType dt = dtype_from_cpp(self.t.type())
-        typestr = dt.typestr
-        if typestr is None:
-            raise BufferError(f"{dt.name} has no NumPy array-interface typestr; use numpy.from_dlpack")
-        cdef int64_t itemsize = self.t.type().itemsize()
-        return {
-            "version": 3,
-            "shape": _extents(self.t),
-            "typestr": typestr,
-            "data": (<uintptr_t>(self.t.data() if self.t.data() != NULL else _empty_data), self.t.readonly()),
-            "strides": None if self.t.is_c_contiguous() else tuple(
-                [self.t.stride(i) * itemsize for i in range(self.t.ndim())]),
-        }
+        return _interface_dict(self.t, "NumPy array-interface", "numpy.from_dlpack",
+                               <uintptr_t>(self.t.data() if self.t.data() != NULL else _empty_data))
 
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         _require_host(self, "the buffer protocol")
@@ -640,11 +656,22 @@ cdef int _clear_array(PyObject* o) noexcept:
 dlbridge_set_gc_slots(<PyTypeObject*>Array, _traverse_array, _clear_array)
 
 
-include "_pickle.pxi"
-include "_indexing.pxi"
-include "_importers.pxi"
-include "_creation.pxi"
+# The rest of the module, by concern (see the module docstring). Their order
+# does not matter. Cython declares every cdef name of the module before it
+# compiles any body, so a file may call a function, or use a type or a C
+# variable, that a later one defines. What runs at import runs in file
+# order, and no file's module-level code reads a Python global that another
+# file sets: the Array class above calls _exchange_api_capsule() rather
+# than reading a global, for that reason. Keep it so: such a read, made
+# before the other file sets the name, fails the import with NameError.
+include "_arguments.pxi"
 include "_build_info.pxi"
 include "_copy_threads.pxi"
+include "_creation.pxi"
+include "_exchange.pxi"
+include "_importers.pxi"
+include "_indexing.pxi"
+include "_pickle.pxi"
 include "_returns.pxi"
-include "_arguments.pxi"
+include "_scalars.pxi"
+include "_streams.pxi"

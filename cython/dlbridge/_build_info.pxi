@@ -1,6 +1,10 @@
+# Included by _array.pyx; uses from it: nothing.
 # What this dlbridge was built with (in _array, beside the one module that links
 # the CUDA backend, so the process holds one copy of the static CUDA runtime).
-# Included by _array.pyx.
+from libcpp cimport bool as cbool
+from libcpp.string cimport string
+
+cimport dlbridge.cpp as cpp
 
 cdef extern from "dlbridge/build_info.hpp" namespace "dlb::python":
     const char* compiler

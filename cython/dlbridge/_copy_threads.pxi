@@ -1,5 +1,9 @@
+# Included by _array.pyx; uses from it: nothing.
 # How many threads a CPU copy or cast may use (dlb::copy_threads in
-# host_copy.hpp, in this module, the one that copies). Included by _array.pyx.
+# host_copy.hpp, in this module, the one that copies).
+import operator
+
+cimport dlbridge.cpp as cpp
 
 # More would only cost: each thread gets at least 4 MiB to copy.
 cdef unsigned _max_copy_threads = 1024

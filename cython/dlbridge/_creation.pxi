@@ -1,5 +1,15 @@
+# Included by _array.pyx; uses from it: wrap, empty_on, fill_on_device; _element_value,
+# _scalar_dtype, _scalar_once (_scalars.pxi).
 # empty, zeros and full.
-# Included by _array.pyx.
+import operator
+
+from libc.stdint cimport int64_t
+from libc.string cimport memset
+from libcpp.optional cimport optional
+from libcpp.vector cimport vector
+
+cimport dlbridge.cpp as cpp
+from dlbridge._types cimport DType, as_device, as_dtype
 
 cdef tuple _checked_shape(shape, DType dt, str name):
     """(shape as a tuple of ints, bytes its elements take), or the error
@@ -74,7 +84,7 @@ def full(shape, fill_value, *, dtype=None, device=None):
     """A new C-contiguous array filled with ``fill_value``; the dtype defaults
     to that of the value (bool, int64, float64 or complex128)."""
     fill_value = _scalar_once(fill_value)
-    cdef DType dt = _dtype_of_value(fill_value) if dtype is None else as_dtype(dtype)
+    cdef DType dt = _scalar_dtype(fill_value) if dtype is None else as_dtype(dtype)
     # Checked before any memory is asked for.
     cdef cpp.scalar value = _element_value(dt.value, fill_value)
     cdef cpp.tensor t = _allocate(shape, dt, device, "full")

@@ -1,7 +1,9 @@
-# The DLPack 1.3 C exchange API (included by _array.pyx, before the Array
-# type): dlbridge's own table, published on Array as __dlpack_c_exchange_api__
-# (a capsule) and __c_dlpack_exchange_api__ (the DLPack 1.2 int form), and
-# from_dlpack's import through the table of a producer's type.
+# Included by _array.pyx; uses from it: Array, wrap, _view, _require, empty_on, ordered_import;
+# _refuse_copied (_importers.pxi).
+# The DLPack 1.3 C exchange API: dlbridge's own table, published on Array as
+# __dlpack_c_exchange_api__ (a capsule) and __c_dlpack_exchange_api__ (the
+# DLPack 1.2 int form), and from_dlpack's import through the table of a
+# producer's type.
 #
 # Slots report failure by returning -1 with a Python exception set (the
 # allocator through its SetError callback instead); none lets a Python or C++
@@ -10,8 +12,11 @@ from cpython.exc cimport PyErr_Occurred, PyErr_SetObject
 from cpython.long cimport PyLong_AsVoidPtr, PyLong_CheckExact, PyLong_FromVoidPtr
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New
-from libc.stdint cimport int32_t
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport int32_t, uintptr_t
 from libcpp.optional cimport optional
+
+cimport dlbridge.cpp as cpp
 
 
 cdef extern from "Python.h":
@@ -172,9 +177,17 @@ _exchange_api.managed_tensor_to_py_object_no_sync = _slot_managed_to_object
 _exchange_api.dltensor_from_py_object_no_sync = _slot_dltensor_from_object
 _exchange_api.current_work_stream = _slot_current_work_stream
 
-# The table lives as long as the module, which Python never unloads.
-_exchange_api_capsule = PyCapsule_New(&_exchange_api, cpp.capsule_name_exchange_api, NULL)
-_exchange_api_address = PyLong_FromVoidPtr(&_exchange_api)
+
+# The table as Array publishes it. Functions, not module globals: the Array
+# class reads them as its body runs, wherever this file is included (the
+# table's address is all they read). The table lives as long as the module,
+# which Python never unloads.
+cdef object _exchange_api_capsule():
+    return PyCapsule_New(&_exchange_api, cpp.capsule_name_exchange_api, NULL)
+
+
+cdef object _exchange_api_address():
+    return PyLong_FromVoidPtr(&_exchange_api)
 
 
 # -- importing through a producer's table ------------------------------------
@@ -270,7 +283,9 @@ cdef struct _CachedTable:
 cdef _CachedTable[8] _table_cache
 
 
-cdef const cpp.DLPackExchangeAPI* _exchange_api_of(object x) except? NULL:
+cdef const cpp.DLPackExchangeAPI* _type_exchange_api(object x) except? NULL:
+    """The DLPack 1.x exchange table of type(x) (see _read_exchange_api),
+    cached per type."""
     cdef PyTypeObject* tp = Py_TYPE(x)
     cdef _CachedTable* entry = &_table_cache[tp.tp_version_tag % 8]
     if entry.type == tp and entry.tag == tp.tp_version_tag and entry.tag != 0:
@@ -328,7 +343,7 @@ cdef Array from_exchange_api(object x, bint copy_false=False):
     """from_dlpack(x) through the exchange table of type(x): an Array, or None
     when the type has no DLPack 1.x table or its table fails to export x.
     copy_false: ValueError where the table says it copied the data."""
-    cdef const cpp.DLPackExchangeAPI* api = _exchange_api_of(x)
+    cdef const cpp.DLPackExchangeAPI* api = _type_exchange_api(x)
     if api == NULL:
         return None
     if api == &_exchange_api and isinstance(x, Array):
@@ -370,10 +385,10 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy
     # producer's current work stream, which the legacy default stream (where
     # dlbridge's arrays are ready) must wait for, and the host too for
     # managed memory; that stream waits for dlbridge's work when the Array
-    # lets the memory go (backend.hpp: borrow). NULL names the legacy stream.
+    # lets the memory go (backend.hpp: ordered_import). NULL names the legacy stream.
     cdef cpp.device d = t.get_device()
     cdef void* stream = NULL
     if d.type == cpp.kDLCUDA or d.type == cpp.kDLCUDAManaged:
         _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
-        t = borrow(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
+        t = ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
     return wrap(t)

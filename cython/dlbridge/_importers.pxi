@@ -1,22 +1,70 @@
+# Included by _array.pyx; uses from it: Array, wrap, _require, _require_copy_argument, _copy_to,
+# is_ndarray_type, read_ndarray_fields, order_after_producer, cuda_pointer_device; _element_value,
+# _scalar_kind, _scalar_once (_scalars.pxi); _stream_int64 (_streams.pxi); from_exchange_api (_exchange.pxi).
 # from_dlpack and asarray, and asarray's sources: the array interfaces, the buffer
 # protocol, nested sequences; and the memory Python objects own.
-# Included by _array.pyx.
+import operator
+import sys
+import warnings
+
+cimport cython
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
 from cpython.exc cimport PyErr_Clear
-from libc.string cimport strcmp, strcpy, strlen
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.pycapsule cimport PyCapsule_CheckExact
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport int64_t, uintptr_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset, strcmp, strcpy, strlen
+from libcpp.optional cimport optional
+from libcpp.vector cimport vector
+
+cimport dlbridge.cpp as cpp
+from dlbridge._dlpack cimport call_dlpack, dlpack_device, import_capsule
+from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
 
 # ---------------------------------------------------------------------------
-# Memory that Python objects own
+# Memory that Python objects own: the tensor on it holds the object (or its
+# buffer export) and gives it back exactly once, by its release, which
+# tensor.adopt runs itself where validation fails.
 
-cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, shape, strides,
-                              bint readonly) except *:
-    """A tensor on memory `owner` keeps alive; strides None means C order."""
-    cdef vector[int64_t] dims = shape
-    cdef vector[int64_t] steps
-    if strides is not None:
-        steps = strides
+cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, cpp.extents_t shape,
+                              cpp.extents_t strides, bint readonly) except *:
+    """A tensor on memory `owner` keeps alive; no strides mean C order."""
     Py_INCREF(owner)
-    return cpp.tensor.adopt(data, t, d, cpp.extents_t(dims.data(), dims.size()),
-                            cpp.extents_t(steps.data(), steps.size()), readonly, cpp.release_object, <void*>owner)
+    return cpp.tensor.adopt(data, t, d, shape, strides, readonly, cpp.release_object, <void*>owner)
+
+
+cdef Array _wrap_host_fields(owner, cpp.borrowed_array* fields):
+    """An Array on the host memory `fields` describes (read from an object's
+    own fields: read_ndarray_fields, _jax_buffer), kept alive by `owner`."""
+    cdef size_t ndim = fields.tensor.ndim
+    return wrap(_adopt_object(owner, fields.tensor.data,
+                              cpp.dtype(fields.tensor.dtype.code, fields.tensor.dtype.bits, 1),
+                              cpp.device(cpp.kDLCPU, 0), cpp.extents_t(fields.tensor.shape, ndim),
+                              cpp.extents_t(fields.tensor.strides, ndim), fields.readonly))
+
+
+cdef Py_buffer* _export_buffer(obj, int flags) except NULL:
+    """obj's buffer export, in a Py_buffer of its own: hand it to
+    _adopt_buffer, or give it back with cpp.release_buffer."""
+    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
+    if view == NULL:
+        raise MemoryError()
+    try:
+        PyObject_GetBuffer(obj, view, flags)
+    except BaseException:
+        free(view)
+        raise
+    return view
+
+
+cdef cpp.tensor _adopt_buffer(Py_buffer* view, cpp.dtype t, cpp.extents_t shape, cpp.extents_t strides,
+                              bint readonly) except *:
+    """A CPU tensor on the memory of an _export_buffer export, which it
+    releases; no strides mean C order."""
+    return cpp.tensor.adopt(view.buf, t, cpp.device(cpp.kDLCPU, 0), shape, strides, readonly, cpp.release_buffer,
+                            view)
 
 
 # ---------------------------------------------------------------------------
@@ -64,8 +112,7 @@ cdef Array _from_dlpack(x, device, copy):
     cdef optional[cpp.DLDevice] source
     cdef cpp.tensor t
     cdef Device target = None
-    if copy is not None and type(copy) is not bool:
-        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    _require_copy_argument(copy)
     if device is not None:
         target = as_device(device)
     if PyCapsule_CheckExact(x):
@@ -135,15 +182,10 @@ cdef Array _from_ndarray(object x):
     """An Array on an exact ndarray's memory, read from its fields
     (numpy_arrays.hpp) and holding a reference to it; None where DLPack
     cannot carry the array as it is, so that its __dlpack__ answers."""
-    cdef cpp.borrowed_array b
-    if not borrow_ndarray(<PyObject*>x, b):
+    cdef cpp.borrowed_array fields
+    if not read_ndarray_fields(<PyObject*>x, fields):
         return None
-    cdef size_t ndim = b.tensor.ndim
-    Py_INCREF(x)  # given back by release_object, exactly once (adopt runs it if validation fails)
-    return wrap(cpp.tensor.adopt(b.tensor.data, cpp.dtype(b.tensor.dtype.code, b.tensor.dtype.bits, 1),
-                                 cpp.device(cpp.kDLCPU, 0),
-                                 cpp.extents_t(b.tensor.shape, ndim), cpp.extents_t(b.tensor.strides, ndim),
-                                 b.readonly, cpp.release_object, <void*>x))
+    return _wrap_host_fields(x, &fields)
 
 
 # JAX's host arrays, through the buffer protocol of jaxlib's ArrayImpl: it
@@ -220,16 +262,11 @@ cdef _HeldBuffer _jax_buffer(object x, cpp.borrowed_array* out):
 cdef Array _from_jax(object x):
     """An Array on a JAX host array's buffer, holding it; None where
     __dlpack__ must answer (see _jax_buffer)."""
-    cdef cpp.borrowed_array b
-    held = _jax_buffer(x, &b)
+    cdef cpp.borrowed_array fields
+    held = _jax_buffer(x, &fields)
     if held is None:
         return None
-    cdef size_t ndim = b.tensor.ndim
-    Py_INCREF(held)  # given back by release_object, exactly once (adopt runs it if validation fails)
-    return wrap(cpp.tensor.adopt(b.tensor.data, cpp.dtype(b.tensor.dtype.code, b.tensor.dtype.bits, 1),
-                                 cpp.device(cpp.kDLCPU, 0), cpp.extents_t(b.tensor.shape, ndim),
-                                 cpp.extents_t(b.tensor.strides, ndim), b.readonly, cpp.release_object,
-                                 <void*>held))
+    return _wrap_host_fields(held, &fields)
 
 
 # ---------------------------------------------------------------------------
@@ -250,8 +287,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     cdef DType want = None if dtype is None else as_dtype(dtype)
     cdef Device target = None if device is None else as_device(device)
     cdef cpp.tensor t
-    if copy is not None and type(copy) is not bool:
-        raise TypeError(f"copy must be True, False or None, got {copy!r}")
+    _require_copy_argument(copy)
     a = _shared_array(obj, device, copy is False)
     if a is None:
         if copy is False:
@@ -369,6 +405,23 @@ cdef object _element_strides(dict interface, cpp.dtype t, Py_ssize_t ndim, str n
     return tuple([s // itemsize for s in strides])
 
 
+cdef cpp.tensor _adopt_interface(obj, dict interface, str name, bint cuda) except *:
+    """A tensor on the memory an array interface describes, holding obj: on
+    the device where the CUDA runtime finds the pointer (cuda), else the CPU."""
+    shape = _shape_tuple(interface, name)
+    cdef cpp.dtype t = _typestr_dtype(interface, name)
+    address, readonly = _data_field(interface, name)
+    cdef void* data = <void*><uintptr_t>address
+    strides = _element_strides(interface, t, len(shape), name)
+    cdef vector[int64_t] dims = shape
+    cdef vector[int64_t] steps
+    if strides is not None:
+        steps = strides
+    return _adopt_object(obj, data, t, cuda_pointer_device(data) if cuda else cpp.device(cpp.kDLCPU, 0),
+                         cpp.extents_t(dims.data(), dims.size()), cpp.extents_t(steps.data(), steps.size()),
+                         readonly)
+
+
 cdef Array _from_cuda_array_interface(obj, interface):
     cdef str name = "__cuda_array_interface__"
     if not isinstance(interface, dict):
@@ -389,12 +442,7 @@ cdef Array _from_cuda_array_interface(obj, interface):
             producer = cpp.producer_stream(_stream_int64(stream))
         except ValueError as e:
             raise ValueError(f"{name}: {e}") from None
-    shape = _shape_tuple(interface, name)
-    cdef cpp.dtype t = _typestr_dtype(interface, name)
-    address, readonly = _data_field(interface, name)
-    cdef void* pointer = <void*><uintptr_t>address
-    strides = _element_strides(interface, t, len(shape), name)
-    cdef cpp.tensor out = _adopt_object(obj, pointer, t, cuda_pointer_device(pointer), shape, strides, readonly)
+    cdef cpp.tensor out = _adopt_interface(obj, interface, name, True)
     if out.size() and stream is not None:
         # The producer's work may still be queued on its stream: the legacy
         # default stream waits for it (the host too, for pinned and managed
@@ -410,12 +458,7 @@ cdef Array _from_array_interface(obj, dict interface):
         raise ValueError(f"{name}: expected version 2 or 3, got {version!r}")
     if interface.get("mask") is not None:
         raise BufferError(f"{name}: masked arrays are not supported (mask must be None)")
-    shape = _shape_tuple(interface, name)
-    cdef cpp.dtype t = _typestr_dtype(interface, name)
-    address, readonly = _data_field(interface, name)
-    strides = _element_strides(interface, t, len(shape), name)
-    cdef cpp.tensor out = _adopt_object(obj, <void*><uintptr_t>address, t, cpp.device(cpp.kDLCPU, 0),
-                                        shape, strides, readonly)
+    cdef cpp.tensor out = _adopt_interface(obj, interface, name, False)
     return wrap(out)
 
 
@@ -489,14 +532,7 @@ cdef DType _buffer_dtype(fmt, Py_ssize_t itemsize):
 
 
 cdef Array _from_buffer(obj):
-    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
-    if view == NULL:
-        raise MemoryError()
-    try:
-        PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO)
-    except BaseException:
-        free(view)
-        raise
+    cdef Py_buffer* view = _export_buffer(obj, PyBUF_RECORDS_RO)
     cdef cpp.tensor out
     cdef vector[int64_t] dims
     cdef vector[int64_t] steps
@@ -517,12 +553,10 @@ cdef Array _from_buffer(obj):
                                       f"the itemsize {view.itemsize}, got {view.strides[i]}")
                 steps.push_back(view.strides[i] // view.itemsize)
     except BaseException:
-        PyBuffer_Release(view)
-        free(view)
+        cpp.release_buffer(view)
         raise
-    out = cpp.tensor.adopt(view.buf, (<DType>dt).value, cpp.device(cpp.kDLCPU, 0),
-                           cpp.extents_t(dims.data(), dims.size()), cpp.extents_t(steps.data(), steps.size()),
-                           view.readonly, cpp.release_buffer, view)
+    out = _adopt_buffer(view, (<DType>dt).value, cpp.extents_t(dims.data(), dims.size()),
+                        cpp.extents_t(steps.data(), steps.size()), view.readonly)
     return wrap(out)
 
 

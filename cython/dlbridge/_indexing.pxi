@@ -1,5 +1,5 @@
+# Included by _array.pyx; uses from it: Array, _view.
 # Basic indexing (ints, slices, Ellipsis and None): views, never copies.
-# Included by _array.pyx.
 #
 # A key is read once: _key_entries copies it into a list of exact values
 # before anything is checked, so a tuple subclass whose iteration, or an
@@ -7,6 +7,11 @@
 # as the one answer it gave. The checks bound the axes of the result and the
 # axes read; _axes and _axis_read bound them again where they are written
 # and read.
+import operator
+
+from libc.stdint cimport int64_t
+
+cimport dlbridge.cpp as cpp
 
 
 # The axes of a view being built: extents and strides, at most _axes_size.

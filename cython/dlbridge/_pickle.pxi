@@ -1,5 +1,14 @@
+# Included by _array.pyx; uses from it: Array, wrap; _export_buffer, _adopt_buffer (_importers.pxi);
+# _checked_shape, _allocate (_creation.pxi).
 # Pickling: Array.__reduce_ex__'s flat buffer and its inverse.
-# Included by _array.pyx.
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo
+from libc.stdint cimport int64_t
+from libc.string cimport memcpy
+from libcpp.vector cimport vector
+
+cimport dlbridge.cpp as cpp
+from dlbridge._types cimport DType, as_dtype
 
 @cython.auto_pickle(False)
 cdef class _Bytes:
@@ -21,30 +30,19 @@ def _from_pickle(data, str dtype, shape, bint readonly):
     cdef DType dt = as_dtype(dtype)
     cdef str name = "unpickling an Array"
     shape, nbytes = _checked_shape(shape, dt, name)
-    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
-    if view == NULL:
-        raise MemoryError()
-    try:
-        PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
-    except BaseException:
-        free(view)
-        raise
-    cdef cpp.tensor t
     cdef vector[int64_t] dims = shape
-    cdef bint handed_over = False
+    cdef Py_buffer* view = _export_buffer(data, PyBUF_SIMPLE)
+    cdef cpp.tensor t
+    if view.len == nbytes and (readonly or not view.readonly):
+        t = _adopt_buffer(view, dt.value, cpp.extents_t(dims.data(), dims.size()), cpp.extents_t(),
+                          readonly or view.readonly)
+        return wrap(t)
     try:
         if view.len != nbytes:
             raise ValueError(f"{name}: {dt.name} of shape {shape} takes {nbytes} bytes; the pickle holds {view.len}")
-        if readonly or not view.readonly:
-            handed_over = True  # adopt releases the buffer from here on, on failure too
-            t = cpp.tensor.adopt(view.buf, dt.value, cpp.device(cpp.kDLCPU, 0), cpp.extents_t(dims.data(), dims.size()),
-                                 cpp.extents_t(), readonly or view.readonly, cpp.release_buffer, view)
-        else:
-            t = _allocate(shape, dt, None, name)
-            if nbytes:
-                memcpy(t.data(), view.buf, nbytes)
+        t = _allocate(shape, dt, None, name)
+        if nbytes:
+            memcpy(t.data(), view.buf, nbytes)
     finally:
-        if not handed_over:
-            PyBuffer_Release(view)
-            free(view)
+        cpp.release_buffer(view)
     return wrap(t)

@@ -1,9 +1,19 @@
-# Arrays made in C++ returned to Python (included by _array.pyx, after
-# _exchange.pxi, before _arguments.pxi, which publishes the slots): wrap_like, and the argument API's wrap
-# and wrap_like slots behind dlbridge/returns.hpp (to_python, to_python_like).
+# Included by _array.pyx; uses from it: Array, wrap, lend, empty_on, fill_on_device; _exchange_api,
+# _type_exchange_api, _check_slot, _fail (_exchange.pxi); _zero_bits (_creation.pxi).
+# Arrays made in C++ returned to Python: wrap_like, and the argument API's
+# wrap and wrap_like slots behind dlbridge/returns.hpp (to_python,
+# to_python_like), which _arguments.pxi publishes.
+import sys
 import weakref
 
-from cpython.ref cimport Py_DECREF
+from cpython.exc cimport PyErr_Occurred
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from libc.stdint cimport int32_t, int64_t
+from libcpp cimport bool as cbool
+
+cimport dlbridge.cpp as cpp
+from dlbridge._types cimport device_from_cpp, dtype_from_cpp
 
 cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
     cbool is_ndarray_subtype(PyTypeObject*) noexcept
@@ -64,7 +74,8 @@ cdef object _through_table(const cpp.DLPackExchangeAPI* api, cpp.tensor& t, like
 cdef object _from_dlpack_by_type = weakref.WeakKeyDictionary()
 
 
-cdef object _from_dlpack_of(like):
+cdef object _library_from_dlpack(like):
+    """The from_dlpack of like's library, or None (see _from_dlpack_by_type)."""
     kind = type(like)
     try:
         return _from_dlpack_by_type[kind]
@@ -98,10 +109,10 @@ cdef object wrap_like(cpp.tensor& t, object like):
         return _as_ndarray(t, like)
     if isinstance(like, Array):
         return wrap(t)
-    cdef const cpp.DLPackExchangeAPI* api = _exchange_api_of(like)
+    cdef const cpp.DLPackExchangeAPI* api = _type_exchange_api(like)
     if api != NULL and api != &_exchange_api and api.managed_tensor_to_py_object_no_sync != NULL:
         return _through_table(api, t, like)
-    from_dlpack = _from_dlpack_of(like)
+    from_dlpack = _library_from_dlpack(like)
     if from_dlpack is None:
         return wrap(t)
     return from_dlpack(wrap(t))

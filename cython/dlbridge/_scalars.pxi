@@ -1,5 +1,9 @@
+# Included by _array.pyx; uses from it: _common_dtype (_importers.pxi).
 # Python scalars and elements: reading, writing and the dtype of a value.
-# Included by _array.pyx.
+import operator
+
+cimport dlbridge.cpp as cpp
+from dlbridge._types cimport DType, as_dtype, dtype_from_cpp
 
 cdef object _to_python(cpp.scalar s):
     if s.k == cpp.scalar_kind.boolean:
@@ -85,7 +89,7 @@ cdef object _scalar_once(value):
     return _to_python(_from_python(value))
 
 
-cdef DType _dtype_of_value(value):
+cdef DType _scalar_dtype(value):
     """The default dtype of a scalar: its own for NumPy scalars, else as the
     array API sets it (bool, int64 or uint64, float64, complex128)."""
     if getattr(value, "shape", None) == () and hasattr(value, "dtype"):

@@ -1,5 +1,10 @@
+# Included by _array.pyx; uses from it: nothing.
 # The stream arguments of __dlpack__ and to_device, read by dlbridge/stream.hpp.
-# Included by _array.pyx.
+from libc.stdint cimport int64_t
+from libcpp.optional cimport optional
+
+cimport dlbridge.cpp as cpp
+from dlbridge._types cimport device_from_cpp
 
 cdef optional[cpp.cuda_stream] _consumer_stream(stream, cpp.device target) except *:
     """The consumer's stream of ``__dlpack__(stream=...)``; none for -1."""

@@ -54,20 +54,30 @@ namespace dlb::python {
   return label;
 }
 
-// The TypeError of an argument whose tensor does not fit the view. Out of
-// line, so that the converter's success path stays small enough to inline.
-[[noreturn, gnu::noinline]] inline void throw_mismatch(const import_error& error, const char* function,
-                                                       const char* name) {
-  std::string m = argument_label(function, name) + ": ";
-  if (error.axis >= 0) m += "axis " + std::to_string(error.axis) + ": ";
-  throw argument_mismatch(m + "expected " + error.expected + ", got " + error.received);
+// An argument's error: "row_sums(): argument 'x': axis 1: expected ..., got ...".
+[[nodiscard]] inline std::string mismatch_message(const import_error& error, const char* function,
+                                                  const char* name) {
+  return argument_label(function, name) + ": " + error.mismatch();
 }
 
-// The TypeError of an argument whose dtype is none of `expected`.
+// That of an argument whose dtype is none of `expected`: "expected float32 or
+// float64, got int32".
+[[nodiscard]] inline std::string dtype_mismatch_message(std::span<const dtype> expected, dtype received,
+                                                        const char* function, const char* name) {
+  return mismatch_message({"dtype", -1, dtype_choices(expected), std::string(dlb::name(received))}, function, name);
+}
+
+// The TypeErrors of an argument whose tensor does not fit the view, and of
+// one whose dtype fits none of the views. Out of line, so that the
+// converter's success path stays small enough to inline.
+[[noreturn, gnu::noinline]] inline void throw_mismatch(const import_error& error, const char* function,
+                                                       const char* name) {
+  throw argument_mismatch(mismatch_message(error, function, name));
+}
+
 [[noreturn, gnu::noinline]] inline void throw_dtype_mismatch(std::span<const dtype> expected, dtype received,
                                                              const char* function, const char* name) {
-  throw argument_mismatch(argument_label(function, name) + ": expected " + dtype_choices(expected) + ", got " +
-                          std::string(dlb::name(received)));
+  throw argument_mismatch(dtype_mismatch_message(expected, received, function, name));
 }
 
 // The tag of array_argument's converting constructor.

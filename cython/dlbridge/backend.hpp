@@ -153,7 +153,7 @@ inline void order_after_producer(const tensor& t, cuda_stream producer) {
 // when dlbridge lets it go, `producer` waits for the legacy stream, so that
 // the producer's allocator does not hand the memory out again (on that
 // stream) under work dlbridge queued on it.
-inline tensor borrow(const tensor& t, cuda_stream producer) {
+inline tensor ordered_import(const tensor& t, cuda_stream producer) {
   order_after_producer(t, producer);
   return is_pinned_or_managed(t) ? t : released_after(t, producer, legacy_default_stream);
 }

@@ -93,7 +93,7 @@ constexpr DLDataType dtype_of(int type_num) {
 // array as it is (another dtype, byte-swapped, unaligned, strides that are
 // not whole elements), which __dlpack__ then accepts or refuses in its words.
 // The tensor still needs validate().
-inline bool borrow(PyObject* object, borrowed_array& out) {
+inline bool read_fields(PyObject* object, borrowed_array& out) {
   auto* array = reinterpret_cast<PyArrayObject*>(object);
   const DLDataType type = dtype_of(PyArray_TYPE(array));
   const int flags = PyArray_FLAGS(array);

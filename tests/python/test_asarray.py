@@ -631,6 +631,17 @@ def test_buffer_exporter_cannot_resize_while_imported():
     assert b == bytearray(b"abcmore")
 
 
+@pytest.mark.parametrize("fmt", ["c", "P"])
+def test_a_refused_buffer_is_given_back(fmt):
+    """The export is released where the buffer is refused after it was taken."""
+    b = bytearray(16)
+    view = memoryview(b).cast(fmt)
+    with pytest.raises(BufferError, match="has no DLPack dtype"):
+        dlbridge.asarray(view)
+    view.release()  # BufferError while an export of it is held
+    b.extend(b"more")
+
+
 # ---------------------------------------------------------------------------
 # Nested sequences and Python scalars
 

@@ -99,6 +99,30 @@ def test_a_buffer_of_the_wrong_size_is_refused():
         pickle.loads(data, buffers=[bytearray(24)])
 
 
+@pytest.mark.parametrize("route", ["shared", "copied", "refused"])
+def test_unpickling_gives_the_buffer_back(route):
+    """The buffer an unpickled array came from is released once: when the
+    array dies where it shares the memory, at once where it was copied or
+    refused."""
+    a = dlbridge.asarray(np.arange(4.0))
+    buffers = []
+    data = pickle.dumps(a, protocol=5, buffer_callback=buffers.append)
+    raw = bytearray(bytes(buffers[0]) if route != "refused" else 24)
+    given = memoryview(raw).toreadonly() if route == "copied" else memoryview(raw)
+    if route == "refused":
+        with pytest.raises(ValueError, match="the pickle holds 24"):
+            pickle.loads(data, buffers=[given])
+    else:
+        b = pickle.loads(data, buffers=[given])
+        assert b.tolist() == a.tolist() and not b.readonly
+        if route == "shared":
+            with pytest.raises(BufferError):
+                given.release()  # b holds an export of it
+            del b
+    given.release()
+    raw.extend(b"more")
+
+
 @pytest.mark.parametrize("deep", [False, True])
 @pytest.mark.parametrize("name", list(ARRAYS))
 def test_copy_and_deepcopy_copy_the_elements(name, deep):

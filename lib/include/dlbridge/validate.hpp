@@ -27,12 +27,14 @@ struct import_error {
   std::string expected;
   std::string received;
 
-  [[nodiscard]] std::string message() const {
-    std::string m(field);
-    m += ": ";
-    if (axis >= 0) m += "axis " + std::to_string(axis) + ": ";
+  // "axis 1: expected X, got Y": the one wording of what differs, which
+  // message() puts after the field and an argument's errors after its name.
+  [[nodiscard]] std::string mismatch() const {
+    std::string m = axis >= 0 ? "axis " + std::to_string(axis) + ": " : std::string();
     return m + "expected " + expected + ", got " + received;
   }
+
+  [[nodiscard]] std::string message() const { return std::string(field) + ": " + mismatch(); }
 };
 
 // Thrown where a foreign tensor fails validate() or check(); carries the
