@@ -42,6 +42,7 @@
 #include "dlbridge/cpu_info.hpp"
 #include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
+#include "dlbridge/plan.hpp"
 #include "dlbridge/tensor.hpp"
 
 namespace dlb {
@@ -749,10 +750,12 @@ inline void cast_plan(const strided_plan& plan, const run_converter& convert, st
 }  // namespace detail
 
 // Converts the elements of `shape` from one dtype to another (see store() for
-// the rounding and overflow rules). Large casts are split among
-// copy_threads() threads, as copies are.
+// the rounding and overflow rules); copies them as they are when the dtypes
+// are the same. Large casts are split among copy_threads() threads, as
+// copies are.
 inline void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_strides, dtype to,
                          void* dst, extents_t dst_strides) {
+  if (from == to) return copy_strided(shape, from, src, src_strides, dst, dst_strides);
   const auto count = element_count(shape);
   if (!count || *count == 0) return;
   auto* d = static_cast<std::byte*>(dst);
