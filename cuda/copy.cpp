@@ -17,12 +17,12 @@ namespace {
 
 using dlb::detail::describe;
 
-void check_dtype(dtype t) {
+void require_supported(dtype t) {
   if (!is_supported(t)) throw std::invalid_argument("unsupported dtype " + dlb::detail::describe(t));
 }
 
 // The checks the raw operations make; returns the element count.
-std::int64_t check_layout(extents_t shape, dtype type, extents_t src_strides, extents_t dst_strides) {
+std::int64_t require_layout(extents_t shape, dtype type, extents_t src_strides, extents_t dst_strides) {
   require_shape(shape, type);
   if (src_strides.size() != shape.size() || dst_strides.size() != shape.size())
     throw std::invalid_argument("expected as many strides as axes (" + std::to_string(shape.size()) + "), got " +
@@ -30,18 +30,9 @@ std::int64_t check_layout(extents_t shape, dtype type, extents_t src_strides, ex
   return *element_count(shape);
 }
 
-void check_packed(dtype t, extents_t shape, extents_t strides) {
+void require_packed_contiguous(dtype t, extents_t shape, extents_t strides) {
   if (t.is_subbyte() && !is_c_contiguous(shape, strides))
     throw std::invalid_argument("packed sub-byte data must be C-contiguous, got strides " + describe(strides));
-}
-
-// Copy or cast between memory kernels on the current device can use.
-void transfer(extents_t shape, dtype from, const void* src, extents_t src_strides, dtype to, void* dst,
-              extents_t dst_strides, stream_t stream) {
-  if (from == to)
-    copy_strided(shape, from, src, src_strides, dst, dst_strides, stream);
-  else
-    cast_strided(shape, from, src, src_strides, to, dst, dst_strides, stream);
 }
 
 // Where a copy can touch memory: pageable CPU memory only through the CPU or
@@ -49,15 +40,10 @@ void transfer(extents_t shape, dtype from, const void* src, extents_t src_stride
 enum class memory_kind { pageable, kernel_visible };
 
 memory_kind kind_of(const tensor& t, const char* role) {
-  switch (t.device().type) {
-    case kDLCPU: return memory_kind::pageable;
-    case kDLCUDA:
-    case kDLCUDAHost:
-    case kDLCUDAManaged: return memory_kind::kernel_visible;
-    default:
-      throw std::invalid_argument(std::string("the CUDA backend copies cpu, cuda, cuda_host and cuda_managed memory; the ") +
-                                  role + " is on " + std::string(name(t.device().type)));
-  }
+  if (t.device().type == kDLCPU) return memory_kind::pageable;
+  if (t.device().is_cuda_memory()) return memory_kind::kernel_visible;
+  throw std::invalid_argument(std::string("the CUDA backend copies cpu, cuda, cuda_host and cuda_managed memory; the ") +
+                              role + " is on " + std::string(name(t.device().type)));
 }
 
 const std::byte* at(const void* p, std::int64_t bytes) { return static_cast<const std::byte*>(p) + bytes; }
@@ -86,7 +72,7 @@ void upload(const tensor& src, const tensor& dst, stream_t stream) {
   const std::int64_t extent[] = {bytes};
   const tensor staging = empty_device(extent, {kDLUInt, 8}, stream);  // freed in stream order
   memcpy_async(staging.data(), at(first, lo), std::size_t(bytes), stream);
-  transfer(src.shape(), src.type(), at(staging.data(), -lo), strides, dst.type(), dst.data(), dst.strides(), stream);
+  cast_strided(src.shape(), src.type(), at(staging.data(), -lo), strides, dst.type(), dst.data(), dst.strides(), stream);
 }
 
 // Kernel-usable source, pageable host destination; returns when the data is there.
@@ -102,14 +88,14 @@ void download(const tensor& src, const tensor& dst, stream_t stream) {
     const std::int64_t extent[] = {bytes};
     const tensor staging = dst.type().is_subbyte() ? empty_device(dst.shape(), dst.type(), stream)
                                                    : empty_device(extent, {kDLUInt, 8}, stream);
-    transfer(src.shape(), src.type(), src.data(), src.strides(), dst.type(), at(staging.data(), -lo), dst.strides(), stream);
+    cast_strided(src.shape(), src.type(), src.data(), src.strides(), dst.type(), at(staging.data(), -lo), dst.strides(), stream);
     memcpy_async(at(dst.data(), lo), staging.data(), std::size_t(bytes), stream);
     return synchronize(stream);
   }
   // Gaps or repeats in the destination: bring a C-contiguous copy over and
   // let the CPU engine scatter it.
   const tensor staging = empty_device(src.shape(), dst.type(), stream);
-  transfer(src.shape(), src.type(), src.data(), src.strides(), dst.type(), staging.data(), staging.strides(), stream);
+  cast_strided(src.shape(), src.type(), src.data(), src.strides(), dst.type(), staging.data(), staging.strides(), stream);
   const tensor host = tensor::empty(src.shape(), dst.type());
   memcpy_async(host.data(), staging.data(), std::size_t(host.nbytes()), stream);
   synchronize(stream);
@@ -128,12 +114,12 @@ void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_t stream
 void copy_strided(extents_t shape, dtype type, const void* src, extents_t src_strides, void* dst,
                   extents_t dst_strides, stream_t stream) {
   require_device();
-  check_dtype(type);
-  const std::int64_t count = check_layout(shape, type, src_strides, dst_strides);
+  require_supported(type);
+  const std::int64_t count = require_layout(shape, type, src_strides, dst_strides);
   if (count == 0) return;
   if (type.is_subbyte()) {
-    check_packed(type, shape, src_strides);
-    check_packed(type, shape, dst_strides);
+    require_packed_contiguous(type, shape, src_strides);
+    require_packed_contiguous(type, shape, dst_strides);
     return memcpy_async(dst, src, std::size_t(type.storage_bytes(std::uint64_t(count))), stream);
   }
   const auto plan = detail::make_strided_plan(shape, dst_strides, src_strides);
@@ -145,21 +131,21 @@ void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_st
                   extents_t dst_strides, stream_t stream) {
   if (from == to) return copy_strided(shape, from, src, src_strides, dst, dst_strides, stream);
   require_device();
-  check_dtype(from);
-  check_dtype(to);
+  require_supported(from);
+  require_supported(to);
   require_shape(shape, to);
-  const std::int64_t count = check_layout(shape, from, src_strides, dst_strides);
+  const std::int64_t count = require_layout(shape, from, src_strides, dst_strides);
   if (count == 0) return;
-  check_packed(from, shape, src_strides);
-  check_packed(to, shape, dst_strides);
+  require_packed_contiguous(from, shape, src_strides);
+  require_packed_contiguous(to, shape, dst_strides);
   detail::launch_cast(detail::make_strided_plan(shape, dst_strides, src_strides), from, to, dst, src, stream);
 }
 
 void fill(extents_t shape, dtype type, void* dst, extents_t dst_strides, const scalar& value, stream_t stream) {
   require_device();
-  check_dtype(type);
+  require_supported(type);
   if (type.is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
-  const std::int64_t count = check_layout(shape, type, dst_strides, dst_strides);
+  const std::int64_t count = require_layout(shape, type, dst_strides, dst_strides);
   if (count == 0) return;
   alignas(16) unsigned char pattern[16] = {};
   store(type, pattern, value);
@@ -178,16 +164,13 @@ void copy(const tensor& src, const tensor& dst, stream_t stream) {
   if (!std::equal(src.shape().begin(), src.shape().end(), dst.shape().begin(), dst.shape().end()))
     throw std::invalid_argument("copy: shapes differ: " + describe(src.shape()) + " and " + describe(dst.shape()));
   if (dst.readonly()) throw std::invalid_argument("copy: the destination is read-only");
-  check_dtype(src.type());
-  check_dtype(dst.type());
+  require_supported(src.type());
+  require_supported(dst.type());
   const memory_kind from = kind_of(src, "source"), to = kind_of(dst, "destination");
   if (src.size() == 0) return;
   if (from == memory_kind::pageable && to == memory_kind::pageable) {
-    if (src.type() == dst.type())
-      dlb::copy_strided(src.shape(), src.type(), src.data(), src.strides(), dst.data(), dst.strides());
-    else
-      dlb::cast_strided(src.shape(), src.type(), src.data(), src.strides(), dst.type(), dst.data(), dst.strides());
-    return;
+    return dlb::cast_strided(src.shape(), src.type(), src.data(), src.strides(), dst.type(), dst.data(),
+                             dst.strides());
   }
   const bool src_cuda = src.device().type == kDLCUDA, dst_cuda = dst.device().type == kDLCUDA;
   if (src_cuda && dst_cuda && src.device().id != dst.device().id) {
@@ -199,10 +182,10 @@ void copy(const tensor& src, const tensor& dst, stream_t stream) {
     const device_guard guard(dst.device().id);
     return memcpy_async(dst.data(), src.data(), std::size_t(src.nbytes()), stream);
   }
-  const device_guard guard(dst_cuda ? dst.device().id : src_cuda ? src.device().id : -1);
+  const device_guard guard(dst_cuda ? dst.device().id : guard_device(src.device()));
   if (from == memory_kind::pageable) return upload(src, dst, stream);
   if (to == memory_kind::pageable) return download(src, dst, stream);
-  transfer(src.shape(), src.type(), src.data(), src.strides(), dst.type(), dst.data(), dst.strides(), stream);
+  cast_strided(src.shape(), src.type(), src.data(), src.strides(), dst.type(), dst.data(), dst.strides(), stream);
 }
 
 void fill(const tensor& dst, const scalar& value, stream_t stream) {
@@ -210,14 +193,14 @@ void fill(const tensor& dst, const scalar& value, stream_t stream) {
   if (dst.readonly()) throw std::invalid_argument("fill: the destination is read-only");
   if (kind_of(dst, "destination") == memory_kind::pageable) {
     if (dst.type().is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
-    check_dtype(dst.type());
+    require_supported(dst.type());
     alignas(16) unsigned char pattern[16] = {};
     store(dst.type(), pattern, value);
     const std::array<std::int64_t, max_ndim> zeros{};
     dlb::copy_strided(dst.shape(), dst.type(), pattern, {zeros.data(), dst.shape().size()}, dst.data(), dst.strides());
     return;
   }
-  const device_guard guard(dst.device().type == kDLCUDA ? dst.device().id : -1);
+  const device_guard guard(guard_device(dst.device()));
   fill(dst.shape(), dst.type(), dst.data(), dst.strides(), value, stream);
 }
 

@@ -98,7 +98,7 @@ __global__ void cast_to_packed_kernel(const __grid_constant__ strided_plan plan,
 // call (ours already reported, or a caller's) left there before launching.
 void clear_last_error() { (void)cudaGetLastError(); }
 
-void check_launch(const char* kernel) {
+void require_launched(const char* kernel) {
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) throw_on_error(status, std::string(kernel) + "<<<>>>");
 }
@@ -115,11 +115,11 @@ void copy_words(const strided_plan& plan, void* dst, const void* src, cudaStream
                       unsigned(std::min<std::int64_t>(grid.batches, max_blocks)));
     clear_last_error();
     tile_kernel<W><<<blocks, dim3(tile_dim, tile_rows), 0, stream>>>(*tiled, grid, d, s);
-    return check_launch("dlbridge tiled transpose kernel");
+    return require_launched("dlbridge tiled transpose kernel");
   }
   clear_last_error();
   copy_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, make_index_divisors(plan), d, s);
-  check_launch("dlbridge strided copy kernel");
+  require_launched("dlbridge strided copy kernel");
 }
 
 template <std::size_t Bytes>
@@ -130,7 +130,7 @@ void fill_words(const strided_plan& plan, const void* value, void* dst, cudaStre
   clear_last_error();
   fill_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, make_index_divisors(plan), word,
                                                                                      static_cast<W*>(dst));
-  check_launch("dlbridge fill kernel");
+  require_launched("dlbridge fill kernel");
 }
 
 template <bool Aligned>
@@ -142,31 +142,28 @@ void cast_elements(const strided_plan& plan, dtype from, dtype to, unsigned char
     clear_last_error();
     cast_to_packed_kernel<Aligned>
         <<<unsigned(blocks_for(bytes)), threads_per_block, 0, stream>>>(plan, divisors, from, to, bytes, dst, src);
-    return check_launch("dlbridge packed cast kernel");
+    return require_launched("dlbridge packed cast kernel");
   }
   clear_last_error();
   cast_kernel<Aligned><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, divisors, from, to, dst, src);
-  check_launch("dlbridge cast kernel");
+  require_launched("dlbridge cast kernel");
 }
 
 }  // namespace
 
 void launch_copy(strided_plan plan, std::size_t bytes, void* dst, const void* src, stream_t stream) {
-  if (!is_word_aligned(plan, dst, src, bytes)) {
+  // Elements no word moves whole, or not aligned for one, move as bytes.
+  if (!is_word_width(bytes) || !is_word_aligned(plan, dst, src, bytes)) {
     split_into_bytes(plan, std::int64_t(bytes));
     bytes = 1;
   }
-  switch (bytes) {
-    case 1: return copy_words<1>(plan, dst, src, stream);
-    case 2: return copy_words<2>(plan, dst, src, stream);
-    case 4: return copy_words<4>(plan, dst, src, stream);
-    case 8: return copy_words<8>(plan, dst, src, stream);
-    default: return copy_words<16>(plan, dst, src, stream);
-  }
+  visit_width(bytes, [&](auto width) {
+    if constexpr (decltype(width)::value != 0) copy_words<decltype(width)::value>(plan, dst, src, stream);
+  });
 }
 
 void launch_fill(strided_plan plan, std::size_t bytes, const void* value, void* dst, stream_t stream) {
-  if (!is_word_aligned(plan, dst, nullptr, bytes)) {
+  if (!is_word_width(bytes) || !is_word_aligned(plan, dst, nullptr, bytes)) {
     // Byte by byte: the plan's innermost axis walks the value's bytes, so
     // each byte gets a fill of its own over a strided view.
     const auto* v = static_cast<const unsigned char*>(value);
@@ -177,13 +174,9 @@ void launch_fill(strided_plan plan, std::size_t bytes, const void* value, void* 
     }
     return;
   }
-  switch (bytes) {
-    case 1: return fill_words<1>(plan, value, dst, stream);
-    case 2: return fill_words<2>(plan, value, dst, stream);
-    case 4: return fill_words<4>(plan, value, dst, stream);
-    case 8: return fill_words<8>(plan, value, dst, stream);
-    default: return fill_words<16>(plan, value, dst, stream);
-  }
+  visit_width(bytes, [&](auto width) {
+    if constexpr (decltype(width)::value != 0) fill_words<decltype(width)::value>(plan, value, dst, stream);
+  });
 }
 
 void launch_cast(const strided_plan& plan, dtype from, dtype to, void* dst, const void* src, stream_t stream) {

@@ -128,11 +128,15 @@ using dlb::is_non_overlapping;
 using dlb::c_strides;
 using dlb::byte_extent;
 using dlb::byte_span;
-using dlb::coalesce;
+
+// dlbridge/shape.hpp
 using dlb::shape_defect;
 using dlb::shape_error;
 using dlb::check_shape;
 using dlb::require_shape;
+
+// dlbridge/plan.hpp
+using dlb::coalesce;
 
 // dlbridge/stream.hpp
 using dlb::cuda_stream;
@@ -142,11 +146,13 @@ using dlb::consumer_stream;
 using dlb::producer_stream;
 using dlb::work_stream;
 
-// dlbridge/element.hpp
+// dlbridge/small_float.hpp
 using dlb::float_format;
 using dlb::small_float_format;
 using dlb::decode;
 using dlb::encode;
+
+// dlbridge/element.hpp
 using dlb::scalar;
 using dlb::load;
 using dlb::store;
@@ -206,7 +212,7 @@ using dlb::use_copy_state;
 
 }  // namespace dlb
 
-// dlbridge/element.hpp: the small float formats.
+// dlbridge/small_float.hpp: the small float formats.
 export namespace dlb::formats {
 using dlb::formats::float16;
 using dlb::formats::bfloat16;

@@ -419,7 +419,7 @@ cdef class Array:
         is 1: the data is ready in the order of the legacy default stream."""
         _require(self)
         cdef cpp.device d = self.t.get_device()
-        if d.type != cpp.kDLCUDA and d.type != cpp.kDLCUDAManaged and d.type != cpp.kDLCUDAHost:
+        if not d.is_cuda_memory():
             raise AttributeError(f"__cuda_array_interface__ is only defined for arrays in CUDA memory; "
                                  f"this array is on {self.device}")
         interface = _interface_dict(self.t, "CUDA-array-interface", "DLPack",

@@ -13,7 +13,7 @@ from dlbridge._types cimport DType, as_device, as_dtype
 
 cdef tuple _checked_shape(shape, DType dt, str name):
     """(shape as a tuple of ints, bytes its elements take), or the error
-    `name` reports for a shape no array can have (layout.hpp: check_shape)."""
+    `name` reports for a shape no array can have (shape.hpp: check_shape)."""
     if isinstance(shape, int) or hasattr(shape, "__index__"):
         shape = (shape,)
     try:

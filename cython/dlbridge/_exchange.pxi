@@ -152,7 +152,7 @@ cdef int _slot_dltensor_from_object(void* py_object, cpp.DLTensor* out) noexcept
 cdef int _slot_current_work_stream(cpp.DLDeviceType device_type, int32_t device_id,
                               void** out_current_stream) noexcept nogil:
     if out_current_stream != NULL and cpp.is_dlpack_device_type(device_type) and device_id >= 0:
-        if device_type == cpp.kDLCUDA or device_type == cpp.kDLCUDAManaged:
+        if cpp.device(device_type, device_id).is_stream_ordered():
             out_current_stream[0] = _legacy_default_stream
         else:
             out_current_stream[0] = NULL  # no stream orders this memory
@@ -388,7 +388,7 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy
     # lets the memory go (backend.hpp: ordered_import). NULL names the legacy stream.
     cdef cpp.device d = t.get_device()
     cdef void* stream = NULL
-    if d.type == cpp.kDLCUDA or d.type == cpp.kDLCUDAManaged:
+    if d.is_stream_ordered():
         _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
         t = ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
     return wrap(t)

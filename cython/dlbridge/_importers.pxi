@@ -131,10 +131,9 @@ cdef Array _from_dlpack(x, device, copy):
         # stream, which DLPack reads as that same stream on CUDA and ROCm
         # (the producer may wait for more than it must). dlbridge moves data
         # itself, so a copy asked of the producer would be a second one.
-        t = import_capsule(call_dlpack(x, _legacy_stream if source.has_value() and (
-                                           source.value().device_type == cpp.kDLCUDA
-                                           or source.value().device_type == cpp.kDLCUDAManaged) else None,
-                                       None if moving else copy), &copied)
+        t = import_capsule(call_dlpack(x, _legacy_stream if source.has_value() and cpp.device(
+                                           source.value().device_type, source.value().device_id).is_stream_ordered()
+                                       else None, None if moving else copy), &copied)
         if not source.has_value():
             moving = _moving(t.get_device().type, t.get_device().id, target, copy)  # the tensor's device
         if t.get_device().type == cpp.kDLCUDAManaged:

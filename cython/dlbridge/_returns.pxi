@@ -54,7 +54,7 @@ cdef object _through_table(const cpp.DLPackExchangeAPI* api, cpp.tensor& t, like
     # for dlbridge's legacy default stream, where the data is ready.
     cdef cpp.device d = held.get_device()
     cdef void* stream = NULL
-    if d.type == cpp.kDLCUDA or d.type == cpp.kDLCUDAManaged:
+    if d.is_stream_ordered():
         _check_slot(api.current_work_stream(d.type, d.id, &stream), like, "current_work_stream")
         held = lend(held, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
     cdef cpp.DLManagedTensorVersioned* m = held.export_versioned(0)

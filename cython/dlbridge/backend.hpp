@@ -62,7 +62,7 @@ inline tensor empty_on(device where, extents_t shape, dtype type) {
 
 // Whether the host reads t's memory directly while GPU work may use it.
 [[nodiscard]] inline bool is_pinned_or_managed(const tensor& t) noexcept {
-  return t.device().type == kDLCUDAHost || t.device().type == kDLCUDAManaged;
+  return t.device().is_cuda_memory() && t.device().is_host_accessible();
 }
 
 // Makes `waiter` wait, without blocking the host, for the work queued so far
@@ -71,11 +71,11 @@ inline tensor empty_on(device where, extents_t shape, dtype type) {
 // the same stream.
 inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] cuda_stream waiter,
                           [[maybe_unused]] cuda_stream waited) {
-  if (waiter == waited || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged)) return;
+  if (waiter == waited || !t.device().is_stream_ordered()) return;
 #if DLBRIDGE_HAVE_CUDA
   namespace cr = cuda_runtime;
   cr::require_device();
-  const cr::device_guard on(t.device().type == kDLCUDA ? t.device().id : -1);
+  const cr::device_guard on(cr::guard_device(t.device()));
   cr::order_after(reinterpret_cast<cr::stream_t>(waiter), reinterpret_cast<cr::stream_t>(waited));
 #else
   no_cuda();
@@ -110,12 +110,12 @@ inline void release_in_order(void* ctx) noexcept {
 // for the other). Both streams must still exist when t is released.
 inline tensor released_after(const tensor& t, cuda_stream waiter, cuda_stream waited) {
   const auto is_default = [](cuda_stream s) { return s == legacy_default_stream || s == per_thread_default_stream; };
-  if ((is_default(waiter) && is_default(waited)) || (t.device().type != kDLCUDA && t.device().type != kDLCUDAManaged))
+  if ((is_default(waiter) && is_default(waited)) || !t.device().is_stream_ordered())
     return t;
 #if DLBRIDGE_HAVE_CUDA
   namespace cr = cuda_runtime;
   auto* r = new detail::ordered_release{t, reinterpret_cast<cr::stream_t>(waiter), reinterpret_cast<cr::stream_t>(waited),
-                                        t.device().type == kDLCUDA ? t.device().id : -1};
+                                        cr::guard_device(t.device())};
   return t.kept_by(detail::release_in_order, r);
 #else
   no_cuda();
@@ -169,7 +169,7 @@ inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unuse
   const device from = src.device();
   if (from.type == kDLCPU && where.type == kDLCPU) return astype(src, type);
   for (const device d : {from, where})
-    if (d.type != kDLCPU && d.type != kDLCUDA && d.type != kDLCUDAHost && d.type != kDLCUDAManaged)
+    if (d.type != kDLCPU && !d.is_cuda_memory())
       throw std::invalid_argument("dlbridge cannot copy data to or from " + std::string(name(d.type)));
 #if DLBRIDGE_HAVE_CUDA
   namespace cr = cuda_runtime;
@@ -181,7 +181,7 @@ inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unuse
   // Between two GPUs the copy runs on the destination's; the source's legacy
   // stream is ordered around it.
   const bool across = from.type == kDLCUDA && where.type == kDLCUDA && from.id != where.id;
-  const cr::device_guard on(where.type == kDLCUDA ? where.id : from.type == kDLCUDA ? from.id : -1);
+  const cr::device_guard on(where.type == kDLCUDA ? where.id : cr::guard_device(from));
   if (ordered) cr::order_after(s, legacy);
   if (across) cr::order_after(s, legacy, from.id);
   cr::copy(src, out, s);

@@ -167,6 +167,8 @@ cdef extern from "dlbridge/device.hpp" namespace "dlb" nogil:
         device()
         device(DLDeviceType, int32_t)
         cbool is_host_accessible()
+        cbool is_cuda_memory()
+        cbool is_stream_ordered()
         cbool operator==(device)
 
     cdef cppclass device_type_info:
@@ -190,6 +192,9 @@ cdef extern from "dlbridge/layout.hpp" namespace "dlb" nogil:
         int64_t operator[](size_t)
     cbool is_c_contiguous(extents_t, extents_t)
     cbool is_f_contiguous(extents_t, extents_t)
+
+
+cdef extern from "dlbridge/shape.hpp" namespace "dlb" nogil:
     cdef enum class shape_defect "dlb::shape_defect":
         too_many_axes
         negative_extent

@@ -64,7 +64,7 @@ inline PyTypeObject* ndarray_type = nullptr;
 
 // The DLPack dtype of a NumPy type number, or code 0xff where DLPack has none
 // that dlbridge reads directly (then __dlpack__ answers).
-constexpr DLDataType dtype_of(int type_num) {
+[[nodiscard]] constexpr DLDataType dtype_of_type_num(int type_num) {
   auto integer = [](bool is_signed, std::size_t bytes) {
     return DLDataType{std::uint8_t(is_signed ? kDLInt : kDLUInt), std::uint8_t(8 * bytes), 1};
   };
@@ -95,7 +95,7 @@ constexpr DLDataType dtype_of(int type_num) {
 // The tensor still needs validate().
 inline bool read_fields(PyObject* object, borrowed_array& out) {
   auto* array = reinterpret_cast<PyArrayObject*>(object);
-  const DLDataType type = dtype_of(PyArray_TYPE(array));
+  const DLDataType type = dtype_of_type_num(PyArray_TYPE(array));
   const int flags = PyArray_FLAGS(array);
   if (type.code == 0xff || !PyArray_ISNOTSWAPPED(array) || !(flags & NPY_ARRAY_ALIGNED)) return false;
   const int ndim = PyArray_NDIM(array);
@@ -117,8 +117,8 @@ inline bool read_fields(PyObject* object, borrowed_array& out) {
 
 namespace detail {
 // type_num_of's answers, indexed by DLPack type code and log2 of the element's
-// bytes (1 to 16), worked out at compile time from dtype_of: a lookup on
-// every array returned like an ndarray, where searching dtype_of's cases
+// bytes (1 to 16), worked out at compile time from dtype_of_type_num: a lookup on
+// every array returned like an ndarray, where searching its cases
 // cost about 200 instructions a call. Where two type numbers share a
 // dtype (long and long long on LP64), the first listed wins: the C type
 // NumPy itself names the dtype by (int64 is NPY_LONG on Linux, NPY_LONGLONG
@@ -128,7 +128,7 @@ inline constexpr auto type_nums = [] {
   for (auto& row : table) row.fill(-1);
   for (int n : {NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT, NPY_UINT, NPY_LONG, NPY_ULONG,
                 NPY_LONGLONG, NPY_ULONGLONG, NPY_HALF, NPY_FLOAT, NPY_DOUBLE, NPY_CFLOAT, NPY_CDOUBLE}) {
-    const DLDataType d = dtype_of(n);
+    const DLDataType d = dtype_of_type_num(n);
     signed char& slot = table[d.code][std::countr_zero(unsigned(d.bits / 8))];
     if (slot < 0) slot = static_cast<signed char>(n);
   }

@@ -90,6 +90,22 @@ TEST_CASE("device: host accessibility") {
   CHECK_FALSE(device{dlb::kDLExtDev}.is_host_accessible());
 }
 
+TEST_CASE("device: CUDA memory and stream-ordered memory") {
+  // Every device type of the table, with the answer of both predicates.
+  for (const auto& info : dlb::device_type_table) {
+    CAPTURE(info.name);
+    const device d{info.type, 1};
+    const bool cuda = info.type == dlb::kDLCUDA, pinned = info.type == dlb::kDLCUDAHost,
+               managed = info.type == dlb::kDLCUDAManaged;
+    CHECK(d.is_cuda_memory() == (cuda || pinned || managed));
+    CHECK(d.is_stream_ordered() == (cuda || managed));
+  }
+  // Pinned and managed memory: CUDA's and the host's at once.
+  static_assert(device{dlb::kDLCUDAHost}.is_cuda_memory() && device{dlb::kDLCUDAHost}.is_host_accessible());
+  static_assert(device{dlb::kDLCUDAManaged}.is_cuda_memory() && device{dlb::kDLCUDAManaged}.is_host_accessible());
+  static_assert(!device{dlb::kDLROCM}.is_stream_ordered());
+}
+
 TEST_CASE("device: is_dlpack_device_type is exactly the table") {
   // is_dlpack_device_type reads a bit set built from device_type_table.
   for (std::int64_t t : {std::int64_t(INT64_MIN), std::int64_t(-1), std::int64_t(64), std::int64_t(1) << 40})

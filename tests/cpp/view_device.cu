@@ -6,6 +6,8 @@
 #undef NDEBUG
 #include <cstdint>
 
+#include "dlbridge/dispatch.hpp"
+#include "dlbridge/element.hpp"
 #include "dlbridge/view.hpp"
 
 namespace {
@@ -36,4 +38,17 @@ void dlb_test_launch(out_view out, in_view in, flag_view flag, dlb::view<double,
                      dlb::view<const double, dlb::ndim<2>> s) {
   dlb_test_axpy<<<unsigned(out.shape(0) + 127) / 128, 128>>>(out, in, 2.f, flag);
   dlb_test_reverse<<<unsigned(r.shape(0)), 64>>>(r, s);
+}
+
+// dispatch.hpp and element.hpp in device code: the dtype visitor behind
+// load() and store(), and the width dispatcher, which the CUDA kernels call.
+__global__ void dlb_test_dispatch(dlb::dtype from, dlb::dtype to, const unsigned char* src, unsigned char* dst,
+                                  std::int64_t* width) {
+  dlb::store(to, dst, dlb::load(from, src));
+  *width = std::int64_t(dlb::detail::visit_width(std::size_t(to.bits) / 8, [](auto w) { return decltype(w)::value; }));
+}
+
+void dlb_test_launch_dispatch(dlb::dtype from, dlb::dtype to, const unsigned char* src, unsigned char* dst,
+                              std::int64_t* width) {
+  dlb_test_dispatch<<<1, 1>>>(from, to, src, dst, width);
 }

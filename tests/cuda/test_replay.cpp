@@ -414,3 +414,16 @@ TEST_CASE("the fill kernel's byte-by-byte fallback for unaligned memory writes t
   }
   CHECK(got == expected);
 }
+
+TEST_CASE("move_word moves exactly one element of any width: one word where there is one, else byte by byte") {
+  // Widths no word has (a 3-lane int8 vector, 6 or 12 bytes) once moved 16
+  // bytes, over the neighbouring elements.
+  for (std::int64_t bytes : {1, 2, 3, 4, 6, 8, 12, 16}) {
+    CAPTURE(bytes);
+    alignas(16) std::uint8_t from[32], to[32];
+    std::iota(from, from + 32, std::uint8_t(1));
+    std::fill(to, to + 32, std::uint8_t(0xee));
+    cd::move_word(to, from, bytes);
+    for (std::int64_t i = 0; i < 32; ++i) CHECK(to[i] == (i < bytes ? from[i] : 0xee));
+  }
+}

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "dlbridge/dispatch.hpp"
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/element.hpp"
 
@@ -20,45 +21,16 @@ namespace dlb {
 using convert_fn = void (*)(void* dst, const void* src, std::int64_t n);
 
 namespace detail {
-template <class T>
-struct type_tag {
-  using type = T;
-};
-
 // Calls f(type_tag<T>{}) with the type an element of dtype t is read and
-// written as (element.hpp's to_scalar / from_scalar); nullptr for dtypes
-// without typed loops: complex, float8/6/4, lanes > 1, anything unknown.
+// written as (visit_dtype) where to_scalar / from_scalar take it
+// (converts_by_type); nullptr for the dtypes without typed loops: complex,
+// float8/6/4, and every dtype is_supported() refuses.
 template <class F>
 [[nodiscard]] constexpr convert_fn with_element_type(dtype t, F f) noexcept {
-  if (t.lanes != 1) return nullptr;
-  switch (t.code) {
-    case kDLBool: return t.bits == 8 ? f(type_tag<bool_byte>{}) : nullptr;
-    case kDLInt:
-      switch (t.bits) {
-        case 8: return f(type_tag<std::int8_t>{});
-        case 16: return f(type_tag<std::int16_t>{});
-        case 32: return f(type_tag<std::int32_t>{});
-        case 64: return f(type_tag<std::int64_t>{});
-        default: return nullptr;
-      }
-    case kDLUInt:
-      switch (t.bits) {
-        case 8: return f(type_tag<std::uint8_t>{});
-        case 16: return f(type_tag<std::uint16_t>{});
-        case 32: return f(type_tag<std::uint32_t>{});
-        case 64: return f(type_tag<std::uint64_t>{});
-        default: return nullptr;
-      }
-    case kDLFloat:
-      switch (t.bits) {
-        case 16: return f(type_tag<float16_code>{});
-        case 32: return f(type_tag<float>{});
-        case 64: return f(type_tag<double>{});
-        default: return nullptr;
-      }
-    case kDLBfloat: return t.bits == 16 ? f(type_tag<bfloat16_code>{}) : nullptr;
-    default: return nullptr;
-  }
+  return visit_dtype(t, [&](auto tag) -> convert_fn {
+    if constexpr (converts_by_type<typename decltype(tag)::type>) return f(tag);
+    else return nullptr;
+  });
 }
 
 // Byte pointers and memcpy (load_as / store_as) rather than typed pointers:

@@ -24,6 +24,15 @@ struct device {
   [[nodiscard]] constexpr bool is_host_accessible() const {
     return type == kDLCPU || type == kDLCUDAHost || type == kDLCUDAManaged || type == kDLROCMHost;
   }
+  // Whether the memory is CUDA's: what the CUDA backend allocates and copies
+  // (device, pinned and managed memory), and what has a CUDA array interface.
+  [[nodiscard]] constexpr bool is_cuda_memory() const {
+    return type == kDLCUDA || type == kDLCUDAHost || type == kDLCUDAManaged;
+  }
+  // Whether work on the memory is ordered by CUDA streams (device and managed
+  // memory): the memory a DLPack stream argument or exchange table's current
+  // work stream is about. Pinned memory is host memory to DLPack: no stream.
+  [[nodiscard]] constexpr bool is_stream_ordered() const { return type == kDLCUDA || type == kDLCUDAManaged; }
 };
 
 struct device_type_info {

@@ -4,7 +4,7 @@
 // dlbridge/copy/.
 //
 // How copy_strided runs. dlb::coalesce merges the axes and orders them by the
-// destination's strides (layout.hpp's strided_plan), and the walk
+// destination's strides (plan.hpp's strided_plan), and the walk
 // (copy/walk.hpp) turns around the axes the destination walks backwards (the
 // order of the writes is free since the operands do not overlap). Copies of
 // 8 MiB and more are split along one axis among threads (copy/threads.hpp,
@@ -36,6 +36,7 @@
 #include "dlbridge/copy/copies.hpp"
 #include "dlbridge/copy/threads.hpp"
 #include "dlbridge/layout.hpp"
+#include "dlbridge/plan.hpp"
 #include "dlbridge/tensor.hpp"
 
 namespace dlb {
@@ -60,10 +61,12 @@ inline void copy_strided(extents_t shape, dtype type, const void* src, extents_t
 }
 
 // Converts the elements of `shape` from one dtype to another (see store() for
-// the rounding and overflow rules). Large casts are split among
-// copy_threads() threads, as copies are.
+// the rounding and overflow rules); copies them as they are when the dtypes
+// are the same. Large casts are split among copy_threads() threads, as
+// copies are.
 inline void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_strides, dtype to,
                          void* dst, extents_t dst_strides) {
+  if (from == to) return copy_strided(shape, from, src, src_strides, dst, dst_strides);
   const auto count = element_count(shape);
   if (!count || *count == 0) return;
   detail::cast_elements(shape, *count, from, static_cast<const std::byte*>(src), src_strides, to,
@@ -76,10 +79,7 @@ inline void cast_strided(extents_t shape, dtype from, const void* src, extents_t
   if (!src.device().is_host_accessible())
     throw std::invalid_argument("copying on the CPU needs host-accessible memory");
   tensor out = tensor::empty(src.shape(), to);
-  if (to == src.type())
-    copy_strided(src.shape(), to, src.data(), src.strides(), out.data(), out.strides());
-  else
-    cast_strided(src.shape(), src.type(), src.data(), src.strides(), to, out.data(), out.strides());
+  cast_strided(src.shape(), src.type(), src.data(), src.strides(), to, out.data(), out.strides());
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
+#include "dlbridge/shape.hpp"
 #include "dlbridge/validate.hpp"
 #include "dlbridge/view.hpp"
 

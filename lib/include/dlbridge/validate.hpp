@@ -16,6 +16,7 @@
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/dtype.hpp"
 #include "dlbridge/layout.hpp"
+#include "dlbridge/shape.hpp"
 
 namespace dlb {
 

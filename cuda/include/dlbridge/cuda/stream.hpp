@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "dlbridge/device.hpp"
 #include "dlbridge/stream.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
@@ -33,6 +34,11 @@ using event_t = CUevent_st*;
 
 // The calling thread's current device (cudaGetDevice).
 [[nodiscard]] int current_device();
+
+// The device a device_guard makes current for work on memory `d`: its own
+// for device memory (kDLCUDA); -1 for the rest (pinned and managed memory
+// belong to no one device).
+[[nodiscard]] constexpr int guard_device(device d) noexcept { return d.type == kDLCUDA ? d.id : -1; }
 
 // Makes `device` current for the guard's lifetime, then restores the previous
 // one. A negative device leaves the current device alone.

@@ -15,7 +15,8 @@
 #include "dlbridge/copy/vectors.hpp"
 #include "dlbridge/copy/walk.hpp"
 #include "dlbridge/element.hpp"
-#include "dlbridge/layout.hpp"
+#include "dlbridge/dispatch.hpp"
+#include "dlbridge/plan.hpp"
 
 namespace dlb::detail {
 
@@ -35,14 +36,13 @@ struct run_converter {
 // copy_row for elements of `size` bytes, any size.
 inline void copy_row_of(std::int64_t size, std::byte* dst, const std::byte* src, std::int64_t length,
                         std::int64_t dst_step, std::int64_t src_step) {
-  switch (size) {
-    case 1: return copy_row<1>(dst, src, length, dst_step, src_step);
-    case 2: return copy_row<2>(dst, src, length, dst_step, src_step);
-    case 4: return copy_row<4>(dst, src, length, dst_step, src_step);
-    case 8: return copy_row<8>(dst, src, length, dst_step, src_step);
-    default:
+  visit_width<8>(std::size_t(size), [&](auto width) {
+    if constexpr (decltype(width)::value != 0) {
+      copy_row<decltype(width)::value>(dst, src, length, dst_step, src_step);
+    } else {
       for (std::int64_t i = 0; i < length; ++i) std::memcpy(dst + i * dst_step, src + i * src_step, std::size_t(size));
-  }
+    }
+  });
 }
 
 // Casts go through buffers of this many elements: a tile of 32 x 32, or a
@@ -114,12 +114,9 @@ inline void cast_plan(const strided_plan& plan, const run_converter& convert, st
   for_each_part(plan, parts, [&](const strided_plan& part, std::int64_t dst_offset, std::int64_t src_offset) {
     std::byte* d = dst + dst_offset * to_size;
     const std::byte* s = src + src_offset * from_size;
-    switch (from_size) {
-      case 1: return cast_by_plan<1>(part, d, s, convert);
-      case 2: return cast_by_plan<2>(part, d, s, convert);
-      case 4: return cast_by_plan<4>(part, d, s, convert);
-      default: return cast_by_plan<8>(part, d, s, convert);
-    }
+    visit_width<8>(std::size_t(from_size), [&](auto width) {
+      if constexpr (decltype(width)::value != 0) cast_by_plan<decltype(width)::value>(part, d, s, convert);
+    });
   });
 }
 
@@ -129,10 +126,7 @@ inline void cast_plan(const strided_plan& plan, const run_converter& convert, st
 // lanes), rare enough, go one element at a time.
 inline void cast_elements(extents_t shape, std::int64_t count, dtype from, const std::byte* src,
                           extents_t src_strides, dtype to, std::byte* dst, extents_t dst_strides) {
-  const auto word = [](dtype t) {
-    const std::size_t n = t.itemsize();
-    return !t.is_subbyte() && (n == 1 || n == 2 || n == 4 || n == 8);
-  };
+  const auto word = [](dtype t) { return !t.is_subbyte() && is_word_width(t.itemsize()) && t.itemsize() <= 8; };
   if (word(from) && word(to)) {
     const auto bytes = count * std::int64_t(std::max(from.itemsize(), to.itemsize()));
     return cast_plan(make_strided_plan(shape, dst_strides, src_strides), {converter(from, to), from, to}, dst, src,

@@ -11,7 +11,8 @@
 #include "dlbridge/copy/tiles.hpp"
 #include "dlbridge/copy/vectors.hpp"
 #include "dlbridge/copy/walk.hpp"
-#include "dlbridge/layout.hpp"
+#include "dlbridge/dispatch.hpp"
+#include "dlbridge/plan.hpp"
 
 namespace dlb::detail {
 
@@ -36,20 +37,16 @@ void copy_by_plan(const strided_plan& p, std::byte* dst, const std::byte* src, c
 inline void copy_plan(strided_plan plan, std::size_t itemsize, std::byte* dst, const std::byte* src,
                       const copy_settings& how) {
   auto unit = std::int64_t(itemsize);
-  if (unit != 1 && unit != 2 && unit != 4 && unit != 8 && unit != 16) {
+  if (!is_word_width(itemsize)) {
     split_into_bytes(plan, unit);
     unit = 1;
   }
   for_each_part(plan, how.parts, [&](const strided_plan& part, std::int64_t dst_offset, std::int64_t src_offset) {
     std::byte* d = dst + dst_offset * unit;
     const std::byte* s = src + src_offset * unit;
-    switch (unit) {
-      case 1: copy_by_plan<1>(part, d, s, how); break;
-      case 2: copy_by_plan<2>(part, d, s, how); break;
-      case 4: copy_by_plan<4>(part, d, s, how); break;
-      case 8: copy_by_plan<8>(part, d, s, how); break;
-      default: copy_by_plan<16>(part, d, s, how); break;
-    }
+    visit_width(std::size_t(unit), [&](auto width) {
+      if constexpr (decltype(width)::value != 0) copy_by_plan<decltype(width)::value>(part, d, s, how);
+    });
     if (how.streaming) finish_streaming();
   });
 }

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "dlbridge/cpu_info.hpp"
-#include "dlbridge/layout.hpp"
+#include "dlbridge/plan.hpp"
 
 namespace dlb {
 

@@ -1,4 +1,4 @@
-// The copy engine's walk of a coalesced plan (layout.hpp's strided_plan):
+// The copy engine's walk of a coalesced plan (plan.hpp's strided_plan):
 // which axes become runs, tiles or rows, and in what order they are visited.
 // Copies (copies.hpp) and casts (casts.hpp) share it and differ only in what
 // they do with each run, block and row. See host_copy.hpp for how a copy runs.
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "dlbridge/layout.hpp"
+#include "dlbridge/plan.hpp"
 
 namespace dlb::detail {
 
@@ -88,7 +88,6 @@ inline void make_rows_axis(strided_plan& p, std::int32_t axis, std::int64_t dst_
 // innermost axis; -1 if there is none.
 inline std::int32_t tile_axis(const strided_plan& p) {
   // Unsigned: a source stride may be INT64_MIN.
-  const auto magnitude = [](std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); };
   const std::int32_t inner = p.ndim - 1;
   std::int32_t best = -1;
   for (std::int32_t axis = 0; axis < inner; ++axis) {

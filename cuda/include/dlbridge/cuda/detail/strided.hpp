@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "dlbridge/config.hpp"
+#include "dlbridge/dispatch.hpp"
 #include "dlbridge/element.hpp"
 #include "dlbridge/layout.hpp"
+#include "dlbridge/plan.hpp"
 
 namespace dlb::cuda_runtime::detail {
 
@@ -17,6 +20,10 @@ namespace dlb::cuda_runtime::detail {
 using dlb::detail::make_strided_plan;
 using dlb::detail::split_into_bytes;
 using dlb::detail::strided_plan;
+
+using dlb::detail::is_word_width;
+using dlb::detail::magnitude;
+using dlb::detail::visit_width;
 
 // Whether every element is one run of consecutive elements on both sides, in
 // the same order: a memcpy.
@@ -102,9 +109,6 @@ DLB_HOST_DEVICE inline void offsets(const strided_plan& p, const index_divisors&
 inline constexpr int tile_dim = 32;   // tile edge
 inline constexpr int tile_rows = 8;   // threads per block: tile_dim x tile_rows
 inline constexpr std::int64_t tile_min_extent = 16;
-
-// |v|, which may be 2^63 (v = INT64_MIN).
-[[nodiscard]] constexpr std::uint64_t magnitude(std::int64_t v) { return v < 0 ? 0 - std::uint64_t(v) : std::uint64_t(v); }
 
 // The plan the tile kernels run when `p` is a transpose: the source's
 // contiguous axis, wherever the destination's order put it, moved just
@@ -206,8 +210,9 @@ DLB_HOST_DEVICE inline std::uint8_t pack_byte(std::int64_t byte, std::int64_t co
 
 // -- Elements as opaque words -------------------------------------------------------
 
-// The unit a same-dtype copy moves: an element of 1, 2, 4, 8 or 16 bytes, read
-// and written whole when every address is aligned to word_alignment(bytes).
+// The unit a same-dtype copy moves: an element of 1, 2, 4, 8 or 16 bytes
+// (is_word_width), read and written whole when every address is aligned to
+// word_alignment(bytes); elements of other widths move as single bytes.
 struct alignas(8) word16 {
   std::uint64_t lo, hi;
 };
@@ -254,15 +259,14 @@ DLB_HOST_DEVICE inline void move_as(void* to, const void* from) {
   *static_cast<W*>(to) = *static_cast<const W*>(from);
 }
 
-// One element of `bytes` bytes, with the widest access word_of allows.
+// One element of `bytes` bytes: one access of its width (word_of), byte by
+// byte for widths no word has.
 DLB_HOST_DEVICE inline void move_word(void* to, const void* from, std::int64_t bytes) {
-  switch (bytes) {
-    case 1: return move_as<std::uint8_t>(to, from);
-    case 2: return move_as<std::uint16_t>(to, from);
-    case 4: return move_as<std::uint32_t>(to, from);
-    case 8: return move_as<std::uint64_t>(to, from);
-    default: return move_as<word16>(to, from);
-  }
+  visit_width(std::size_t(bytes), [&](auto width) {
+    constexpr std::size_t n = decltype(width)::value;  // not width(): a host function to nvcc
+    if constexpr (n == 0) std::memcpy(to, from, std::size_t(bytes));
+    else move_as<typename word_of<n>::type>(to, from);
+  });
 }
 
 // Element `index` of a cast's source at `base` (counted in elements, packed ones included).
