@@ -103,6 +103,19 @@ def capsule_name(capsule) -> bytes | None:
     return _api.PyCapsule_GetName(capsule)
 
 
+def capsule_struct(capsule) -> tuple[bytes, DLManagedTensorVersioned | DLManagedTensor]:
+    """(name, struct) of an unconsumed capsule, read in place: the capsule
+    keeps ownership (it is not renamed), and the struct keeps the capsule
+    alive."""
+    name = capsule_name(capsule)
+    struct_type = {b"dltensor_versioned": DLManagedTensorVersioned, b"dltensor": DLManagedTensor}.get(name)
+    if struct_type is None:
+        raise AssertionError(f"not an unconsumed DLPack capsule: {name!r}")
+    managed = struct_type.from_address(_api.PyCapsule_GetPointer(capsule, name))
+    managed.capsule = capsule
+    return name, managed
+
+
 # -- hand-built managed tensors -----------------------------------------------
 
 _registry: dict[int, "ManagedTensor"] = {}  # struct address -> its ManagedTensor (kept forever)
@@ -438,16 +451,36 @@ _api.PyObject_GetBuffer.argtypes = [py_object, POINTER(Py_buffer), c_int]
 _api.PyObject_GetBuffer.restype = c_int
 _api.PyBuffer_Release.argtypes = [POINTER(Py_buffer)]
 _api.PyBuffer_Release.restype = None
-_PYBUF_FULL_RO = 0x100 | 0x10 | 0x08 | 0x04  # INDIRECT | STRIDES | ND | FORMAT, as memoryview asks
+
+# The request flags of PEP 3118 (Include/pybuffer.h).
+PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND = 0, 0x1, 0x4, 0x8
+PyBUF_STRIDES = 0x10 | PyBUF_ND
+PyBUF_C_CONTIGUOUS = 0x20 | PyBUF_STRIDES
+PyBUF_F_CONTIGUOUS = 0x40 | PyBUF_STRIDES
+PyBUF_ANY_CONTIGUOUS = 0x80 | PyBUF_STRIDES
+PyBUF_INDIRECT = 0x100 | PyBUF_STRIDES
+PyBUF_FULL_RO = PyBUF_INDIRECT | PyBUF_FORMAT  # what memoryview asks
+
+
+def get_buffer(obj, flags: int) -> Py_buffer:
+    """obj's buffer as a C consumer asking with `flags` gets it
+    (PyObject_GetBuffer); raises what the exporter raises. Give it back with
+    release_buffer."""
+    view = Py_buffer()
+    _api.PyObject_GetBuffer(obj, ctypes.byref(view), flags)
+    return view
+
+
+def release_buffer(view: Py_buffer) -> None:
+    _api.PyBuffer_Release(ctypes.byref(view))
 
 
 def buffer_address(obj) -> tuple[int, bool]:
     """(address of the first element, readonly) of obj's buffer, asked for as
     memoryview asks (ctypes' from_buffer would need a writable one); raises
     what the exporter raises (TypeError where obj has no buffer)."""
-    view = Py_buffer()
-    _api.PyObject_GetBuffer(obj, ctypes.byref(view), _PYBUF_FULL_RO)
+    view = get_buffer(obj, PyBUF_FULL_RO)
     try:
         return view.buf or 0, bool(view.readonly)
     finally:
-        _api.PyBuffer_Release(ctypes.byref(view))
+        release_buffer(view)

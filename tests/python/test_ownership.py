@@ -329,7 +329,7 @@ class Lender:
 
 
 def _cycle_kinds():
-    from test_errors import CudaInterface, RawBuffer
+    from exporters import CudaInterface, RawBuffer
 
     class Buffer(RawBuffer):
         pass
