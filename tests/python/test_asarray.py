@@ -765,8 +765,9 @@ def test_strings_raise_type_error(obj):
         dlbridge.asarray(obj)
 
 
-@pytest.mark.parametrize("obj, got", [pytest.param(obj, got, id=repr(obj)) for obj, got in [
-    (None, "NoneType"), ([None], "NoneType"), ([1, None], "NoneType"), ([object()], "object"), ({1: 2}, "dict")]])
+@pytest.mark.parametrize("obj, got", [pytest.param(obj, got, id=name) for obj, got, name in [
+    (None, "NoneType", "None"), ([None], "NoneType", "[None]"), ([1, None], "NoneType", "[1, None]"),
+    ([object()], "object", "[object()]"), ({1: 2}, "dict", "{1: 2}")]])
 def test_non_numbers_raise_type_error(obj, got):
     with pytest.raises(TypeError, match=exactly(f"expected a Python scalar (bool, int, float or complex), got {got}")):
         dlbridge.asarray(obj)
