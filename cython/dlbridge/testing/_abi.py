@@ -103,16 +103,20 @@ def capsule_name(capsule) -> bytes | None:
     return _api.PyCapsule_GetName(capsule)
 
 
-def capsule_struct(capsule) -> tuple[bytes, DLManagedTensorVersioned | DLManagedTensor]:
-    """(name, struct) of an unconsumed capsule, read in place: the capsule
-    keeps ownership (it is not renamed), and the struct keeps the capsule
-    alive."""
+_MANAGED_STRUCTS: dict[bytes, type[Structure]] = {b"dltensor_versioned": DLManagedTensorVersioned,
+                                                  b"dltensor": DLManagedTensor}
+
+
+def capsule_struct(capsule) -> tuple[bytes, Structure]:
+    """(name, DLManagedTensorVersioned or DLManagedTensor) of an unconsumed
+    capsule, read in place: the capsule keeps ownership (it is not renamed),
+    and the struct keeps the capsule alive."""
     name = capsule_name(capsule)
-    struct_type = {b"dltensor_versioned": DLManagedTensorVersioned, b"dltensor": DLManagedTensor}.get(name)
-    if struct_type is None:
+    struct_type = _MANAGED_STRUCTS.get(name or b"")
+    if name is None or struct_type is None:
         raise AssertionError(f"not an unconsumed DLPack capsule: {name!r}")
     managed = struct_type.from_address(_api.PyCapsule_GetPointer(capsule, name))
-    managed.capsule = capsule
+    setattr(managed, "capsule", capsule)  # the struct lives in the capsule's memory
     return name, managed
 
 
