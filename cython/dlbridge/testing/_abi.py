@@ -116,7 +116,7 @@ def capsule_struct(capsule) -> tuple[bytes, Structure]:
     if name is None or struct_type is None:
         raise AssertionError(f"not an unconsumed DLPack capsule: {name!r}")
     managed = struct_type.from_address(_api.PyCapsule_GetPointer(capsule, name))
-    setattr(managed, "capsule", capsule)  # the struct lives in the capsule's memory
+    managed.capsule = capsule  # the struct lives in the capsule's memory
     return name, managed
 
 
@@ -245,14 +245,10 @@ class Consumed:
 
     def __init__(self, capsule):
         name = capsule_name(capsule)
-        if name == b"dltensor_versioned":
-            self.versioned = True
-            struct_type = DLManagedTensorVersioned
-        elif name == b"dltensor":
-            self.versioned = False
-            struct_type = DLManagedTensor
-        else:
+        struct_type = _MANAGED_STRUCTS.get(name or b"")
+        if name is None or struct_type is None:
             raise AssertionError(f"not an unconsumed DLPack capsule: {name!r}")
+        self.versioned = struct_type is DLManagedTensorVersioned
         self.name = name
         self.address = _api.PyCapsule_GetPointer(capsule, name)
         assert _api.PyCapsule_SetName(capsule, _static_name(b"used_" + name)) == 0
