@@ -6,6 +6,12 @@ import pytest
 import gpu
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "peers_only: runs no dlbridge code beyond its import: the conformance kit on other libraries' "
+                   "subjects or on seeded bugs. tests/run's asan-python stage deselects these (docs/hardening.md).")
+
+
 @pytest.fixture
 def usable_gpu():
     """Behind gpu.needs_gpu: skips the test where no CUDA device is usable, or

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 import dlbridge
 from dlbridge import Array, Device
+from dlbridge.testing._abi import (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_ND,
+                                   PyBUF_SIMPLE, PyBUF_WRITABLE, get_buffer, release_buffer)
 from peers import NUMPY_REPR_SCIENTIFIC_BY_PRECISION, SCIENTIFIC_FROM, numpy_scalar_refusal
-from test_errors import exactly
+from messages import exactly
 
 NUMPY_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "float32", "float64", "complex64", "complex128"]
@@ -354,6 +356,19 @@ def test_indexing_packed_arrays():
         a[::-1]
 
 
+@pytest.mark.parametrize("key, name", [(1.0, "float"), (True, "bool"), ([0], "list"), ("a", "str")])
+def test_invalid_index_type_message(key, name):
+    with pytest.raises(IndexError, match=exactly(
+            f"only integers, slices, Ellipsis and None are valid indices, got {name}")):
+        dlbridge.zeros((2, 3))[key]
+
+
+def test_slice_step_beyond_int64_on_one_element():
+    # NumPy gives a one-element view; so does dlbridge.
+    assert dlbridge.zeros(5)[::2**64].shape == (1,)
+    assert np.zeros(5)[::2**64].shape == (1,)
+
+
 # ---------------------------------------------------------------------------
 # Transpose
 
@@ -417,6 +432,11 @@ def test_transpose_packed():
     with pytest.raises(TypeError, match="packed"):
         a.T
     assert a.transpose(0, 1).tolist() == [[2.0, 2.0]] * 3
+
+
+def test_transpose_non_integer_axes_message():
+    with pytest.raises(TypeError, match=exactly("transpose axes must be integers, got (0.0, 1)")):
+        dlbridge.zeros((2, 3)).transpose(0.0, 1)
 
 
 # ---------------------------------------------------------------------------
@@ -817,6 +837,11 @@ def test_bool_of_small_float():
     assert bool(dlbridge.asarray([0.0], dtype="float8_e5m2")) is False
 
 
+def test_int_of_infinity_is_overflow_error():
+    with pytest.raises(OverflowError, match=exactly("cannot convert float infinity to integer")):
+        int(dlbridge.asarray(float("inf")))
+
+
 # ---------------------------------------------------------------------------
 # The buffer protocol
 
@@ -871,47 +896,29 @@ def test_memoryview_of_read_only_array_is_read_only():
         m[0] = 1.0
 
 
-class _PyBuffer(ctypes.Structure):
-    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t),
-                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
-                ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
-                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
-
-
-_get_buffer = ctypes.PyDLL(None).PyObject_GetBuffer  # own handle: argtypes stay ours
-_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
-_get_buffer.restype = ctypes.c_int
-_release_buffer = ctypes.PyDLL(None).PyBuffer_Release
-_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
-PyBUF_SIMPLE, PyBUF_WRITABLE = 0, 1
-
-
 def test_writable_buffer_of_read_only_array_raises_buffer_error():
     n = np.arange(6.0)
     n.flags.writeable = False
     a = dlbridge.asarray(n)
-    view = _PyBuffer()
     with pytest.raises(BufferError, match="read-only"):
-        _get_buffer(a, ctypes.byref(view), PyBUF_WRITABLE)
+        get_buffer(a, PyBUF_WRITABLE)
 
 
 def test_writable_buffer_of_writable_array():
     a = dlbridge.zeros(3)
-    view = _PyBuffer()
-    assert _get_buffer(a, ctypes.byref(view), PyBUF_WRITABLE) == 0
+    view = get_buffer(a, PyBUF_WRITABLE)
     try:
         assert view.readonly == 0
         assert view.buf == a.data_ptr
         assert view.len == 24
     finally:
-        _release_buffer(ctypes.byref(view))
+        release_buffer(view)
 
 
 def test_simple_buffer_of_non_contiguous_array_raises_buffer_error():
     a = dlbridge.zeros((3, 4))[:, ::2]
-    view = _PyBuffer()
     with pytest.raises(BufferError, match="contiguous"):
-        _get_buffer(a, ctypes.byref(view), PyBUF_SIMPLE)
+        get_buffer(a, PyBUF_SIMPLE)
 
 
 @pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn",
@@ -925,6 +932,19 @@ def test_numpy_frombuffer_and_bytes():
     a = dlbridge.asarray(np.arange(4, dtype=np.uint16))
     assert bytes(a) == np.arange(4, dtype=np.uint16).tobytes()
     assert np.frombuffer(a, dtype=np.uint16).tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (PyBUF_C_CONTIGUOUS, "a C-contiguous buffer was requested; the array is not C-contiguous"),
+    (PyBUF_F_CONTIGUOUS, "a Fortran-contiguous buffer was requested; the array is not"),
+    (PyBUF_ANY_CONTIGUOUS, "a contiguous buffer was requested; the array is not contiguous"),
+    (PyBUF_SIMPLE, "the array is not C-contiguous; request a strided buffer (PyBUF_STRIDES)"),
+    (PyBUF_ND, "the array is not C-contiguous; request a strided buffer (PyBUF_STRIDES)"),
+], ids=["C_CONTIGUOUS", "F_CONTIGUOUS", "ANY_CONTIGUOUS", "SIMPLE", "ND"])
+def test_buffer_contiguity_request_messages(flags, message):
+    strided = dlbridge.zeros((3, 4))[:, ::2]  # neither C- nor F-contiguous
+    with pytest.raises(BufferError, match=exactly(message)):
+        get_buffer(strided, flags)
 
 
 # ---------------------------------------------------------------------------
@@ -1222,3 +1242,33 @@ def test_item_refuses_what_numpy_item_refuses(shape, args, error, message):
         dlbridge.zeros(shape).item(*args)
     with pytest.raises(error):
         np.zeros(shape).item(*args)
+
+
+@pytest.mark.parametrize("make", [dlbridge.empty, dlbridge.zeros, lambda s: dlbridge.full(s, 1.0)],
+                         ids=["empty", "zeros", "full"])
+def test_extent_beyond_int64_message(make):
+    with pytest.raises(ValueError, match=r": shape \(9223372036854775808,\) of float64 is too big: \d+ bytes do not fit in int64$"):
+        make(2**63)
+
+
+@pytest.mark.parametrize("shape, dtype", [((2**62, 4), "float64"), (2**61, "float64"), (2**60, "complex128")])
+def test_size_overflow_is_value_error(shape, dtype):
+    # Checked before allocating, so the message names the shape and dtype.
+    with pytest.raises(ValueError, match=r"zeros: shape .* is too big: \d+ bytes do not fit in int64$"):
+        dlbridge.zeros(shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("make, name", [(dlbridge.empty, "empty"), (dlbridge.zeros, "zeros"),
+                                        (lambda s, dtype: dlbridge.full(s, 1, dtype=dtype), "full")],
+                         ids=["empty", "zeros", "full"])
+def test_allocation_failure_is_memory_error(make, name):
+    # 2**62 bytes fit in int64 but not in any address space: std::bad_alloc.
+    with pytest.raises(MemoryError, match=exactly(f"{name}: cannot allocate 4611686018427387904 bytes "
+                                                  "for shape (4611686018427387904,) of int8")):
+        make(2**62, dtype="int8")
+
+
+def test_allocation_failure_names_the_size():
+    with pytest.raises(MemoryError, match=exactly(
+            "empty: cannot allocate 4611686018427387904 bytes for shape (4611686018427387904,) of int8")):
+        dlbridge.empty(2**62, dtype="int8")

@@ -18,8 +18,9 @@ import pytest
 import torch
 
 import dlbridge
-from test_errors import exactly
 from dlbridge import Array, Device
+from exporters import DROP, CudaInterface, HostInterface, RawBuffer
+from messages import exactly
 
 
 def element_strides(n):
@@ -187,24 +188,6 @@ def test_dlpack_copy_true():
 # __cuda_array_interface__ (built by hand over host memory)
 
 
-class CudaInterface:
-    """An object with a hand-built __cuda_array_interface__ over `owner`'s memory."""
-
-    def __init__(self, owner, **fields):
-        self.owner = owner
-        interface = {"shape": owner.shape, "typestr": owner.dtype.str,
-                     "data": (owner.ctypes.data, False), "version": 3}
-        interface.update(fields)
-        self.interface = {k: v for k, v in interface.items() if v is not DROP}
-
-    @property
-    def __cuda_array_interface__(self):
-        return self.interface
-
-
-DROP = object()
-
-
 @pytest.fixture
 def host():
     return np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -355,21 +338,23 @@ def test_cuda_interface_comes_before_the_array_interface(host):
     assert dlbridge.asarray(Both(host)).device == "cuda:0"
 
 
+def test_cuda_array_interface_must_be_a_dict():
+    class NotADict:
+        __cuda_array_interface__ = [1]
+
+    with pytest.raises(TypeError, match=exactly("__cuda_array_interface__ must be a dict, got list")):
+        dlbridge.asarray(NotADict())
+
+
+def test_cuda_array_interface_typestr_needs_a_byte_order_character():
+    host = np.zeros(3, dtype=np.float32)
+    with pytest.raises(TypeError, match=exactly(
+            "__cuda_array_interface__: typestr must be a NumPy typestr such as '<f4', got 'f4'")):
+        dlbridge.asarray(CudaInterface(host, typestr="f4"))
+
+
 # ---------------------------------------------------------------------------
 # __array_interface__ (built by hand)
-
-
-class HostInterface:
-    def __init__(self, owner, **fields):
-        self.owner = owner
-        interface = {"shape": owner.shape, "typestr": owner.dtype.str,
-                     "data": (owner.ctypes.data, False), "version": 3}
-        interface.update(fields)
-        self.interface = {k: v for k, v in interface.items() if v is not DROP}
-
-    @property
-    def __array_interface__(self):
-        return self.interface
 
 
 @pytest.fixture
@@ -469,6 +454,35 @@ def test_array_interface_comes_before_the_buffer_protocol():
     a = dlbridge.asarray(Both(b"xy"))
     assert a.dtype == "int32"
     assert a.data_ptr == n.ctypes.data
+
+
+def test_asarray_array_interface_without_data_and_without_buffer():
+    obj = HostInterface(np.zeros(3), data=DROP)
+    with pytest.raises(BufferError, match=exactly(
+            "asarray: __array_interface__ without a (pointer, read_only) data tuple needs the object "
+            "to export the buffer protocol, and it does not")):
+        dlbridge.asarray(obj)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("shape", (3.0, 4), "__array_interface__: shape must be a tuple of ints, got (3.0, 4)"),
+    ("typestr", 4, "__array_interface__: typestr must be a NumPy typestr such as '<f4', got 4"),
+    ("data", (1,), "__array_interface__: data must be a (pointer, read_only) tuple, got (1,)"),
+    ("data", ("x", False), "__array_interface__: data must be a (pointer, read_only) tuple, got ('x', False)"),
+    ("strides", (8,), "__array_interface__: strides must be None or a tuple of 2 ints, got (8,)"),
+], ids=["shape", "typestr", "data-length", "data-pointer", "strides"])
+def test_array_interface_malformed(field, value, message):
+    owner = np.arange(12, dtype=np.int16).reshape(3, 4)
+    with pytest.raises(TypeError, match=exactly(message)):
+        dlbridge.asarray(HostInterface(owner, **{field: value}))
+
+
+def test_array_interface_negative_extent():
+    owner = np.zeros(4)
+    obj = HostInterface(owner, shape=(2, -2), version=DROP)
+    with pytest.raises(BufferError, match=exactly(
+            "invalid tensor: shape: axis 1: expected extent >= 0, got extent -2")):
+        dlbridge.asarray(obj)
 
 
 # ---------------------------------------------------------------------------
@@ -642,6 +656,58 @@ def test_a_refused_buffer_is_given_back(fmt):
     b.extend(b"more")
 
 
+def test_raw_buffer_exporter_works():
+    a = dlbridge.asarray(RawBuffer((1,), (8,)))
+    assert a.shape == (1,) and a.dtype == "float64" and a.readonly
+
+
+def test_buffer_with_suboffsets():
+    with pytest.raises(BufferError, match=exactly("buffers with suboffsets (PIL-style) are not supported")):
+        dlbridge.asarray(RawBuffer((1,), (8,), suboffsets=True))
+
+
+def test_buffer_stride_not_a_multiple_of_the_itemsize():
+    with pytest.raises(BufferError, match=exactly(
+            "buffer: axis 0: expected a byte stride that is a multiple of the itemsize 8, got 12")):
+        dlbridge.asarray(RawBuffer((2,), (12,)))
+
+
+@pytest.mark.parametrize("shape", [(1,), (2, 3), (1,) * 64], ids=["1-d", "2-d", "64-d"])
+def test_buffer_with_axes_but_no_shape(shape):
+    with pytest.raises(BufferError, match=exactly(
+            f"buffer: the exporter (RawBuffer) reports {len(shape)} axes but no shape")):
+        dlbridge.asarray(RawBuffer(shape, (8,) * len(shape), null_shape=True))
+
+
+def test_a_0_d_buffer_needs_no_shape():
+    assert dlbridge.asarray(RawBuffer((), (), null_shape=True)).shape == ()
+
+
+@pytest.mark.parametrize("fmt, itemsize, size", [
+    (b"d", 4, 8), (b"f", 8, 4), (b"d", 16, 8), (b"i", 8, 4), (b"q", 4, 8), (b"e", 4, 2), (b"?", 8, 1),
+    (b"<l", 8, 4), (b"=L", 8, 4), (b"l", 4, 8), (b"Zd", 8, 16), (b"Zf", 16, 8), (b"@B", 2, 1),
+])
+def test_buffer_format_that_disagrees_with_its_itemsize(fmt, itemsize, size):
+    # Format "d" with itemsize 4 was read as float32: the format names the type.
+    with pytest.raises(BufferError, match=exactly(
+            f"buffer format {fmt.decode()!r} has {size}-byte items, but the exporter reports itemsize {itemsize}")):
+        dlbridge.asarray(RawBuffer((1,), (itemsize,), format=fmt, itemsize=itemsize))
+
+
+@pytest.mark.parametrize("fmt, itemsize, dtype", [
+    (b"d", 8, "float64"), (b"<l", 4, "int32"), (b"l", 8, "int64"), (b"=q", 8, "int64"), (b"@N", 8, "uint64"),
+    (b"<Zf", 8, "complex64"), (b"?", 1, "bool"), (b"<e", 2, "float16"), (b">b", 1, "int8"),
+])
+def test_buffer_formats_map_to_the_dtype_of_their_item_size(fmt, itemsize, dtype):
+    assert dlbridge.asarray(RawBuffer((1,), (itemsize,), format=fmt, itemsize=itemsize)).dtype == dtype
+
+
+@pytest.mark.parametrize("fmt", [b"<n", b"=N", b"2d", b"T{d:x:}", b"x", b"P", b"s", b"dd", b"&d"])
+def test_buffer_formats_without_a_dtype(fmt):
+    with pytest.raises(BufferError, match=exactly(f"buffer format {fmt.decode()!r} has no DLPack dtype")):
+        dlbridge.asarray(RawBuffer((1,), (8,), format=fmt))
+
+
 # ---------------------------------------------------------------------------
 # Nested sequences and Python scalars
 
@@ -710,8 +776,9 @@ def test_strings_raise_type_error(obj):
         dlbridge.asarray(obj)
 
 
-@pytest.mark.parametrize("obj, got", [pytest.param(obj, got, id=repr(obj)) for obj, got in [
-    (None, "NoneType"), ([None], "NoneType"), ([1, None], "NoneType"), ([object()], "object"), ({1: 2}, "dict")]])
+@pytest.mark.parametrize("obj, got", [pytest.param(obj, got, id=name) for obj, got, name in [
+    (None, "NoneType", "None"), ([None], "NoneType", "[None]"), ([1, None], "NoneType", "[1, None]"),
+    ([object()], "object", "[object()]"), ({1: 2}, "dict", "{1: 2}")]])
 def test_non_numbers_raise_type_error(obj, got):
     with pytest.raises(TypeError, match=exactly(f"expected a Python scalar (bool, int, float or complex), got {got}")):
         dlbridge.asarray(obj)
@@ -836,6 +903,34 @@ def test_sequence_copy_false_raises_value_error():
         dlbridge.asarray([1, 2], copy=False)
     with pytest.raises(ValueError, match="copy=False"):
         dlbridge.asarray(1.5, copy=False)
+
+
+@pytest.mark.parametrize("obj, value", [([1, 2**64], 2**64), (-(2**63) - 1, -(2**63) - 1)])
+def test_int_beyond_64_bits_message(obj, value):
+    with pytest.raises(OverflowError, match=exactly(f"Python int {value} does not fit in 64 bits")):
+        dlbridge.asarray(obj)
+
+
+@pytest.mark.parametrize("make, name", [(lambda: dlbridge.asarray([1, None]), "NoneType"),
+                                        (lambda: dlbridge.asarray({1: 2}), "dict"),
+                                        (lambda: dlbridge.full(3, "a"), "str")])
+def test_non_scalar_leaf_message(make, name):
+    with pytest.raises(TypeError, match=exactly(
+            f"expected a Python scalar (bool, int, float or complex), got {name}")):
+        make()
+
+
+def test_ragged_scalar_before_sequence_message():
+    with pytest.raises(ValueError, match=exactly(
+            "asarray: ragged nested sequence (a sequence where a scalar was found before)")):
+        dlbridge.asarray([1, [2, 3]])
+
+
+def test_arrays_in_sequences_nest_and_arrays_are_not_scalars():
+    assert dlbridge.asarray([np.array([1.0, 2.0])]).tolist() == [[1.0, 2.0]]
+    assert dlbridge.asarray([[1], np.array([2])]).tolist() == [[1], [2]]
+    with pytest.raises(TypeError, match=exactly("expected a scalar, got an array of shape (1,)")):
+        dlbridge.full(2, np.array([3.0]))
 
 
 # ---------------------------------------------------------------------------

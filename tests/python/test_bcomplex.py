@@ -22,7 +22,7 @@ import torch
 import dlbridge
 from dlbridge.testing._abi import Consumed, ManagedTensor, Producer
 from test_dtypes_values import array_from_codes as small_array_from_codes
-from test_errors import exactly
+from messages import exactly
 
 BCOMPLEX32 = np.dtype(ml_dtypes.bcomplex32)
 REALS = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",

@@ -19,6 +19,7 @@ import pytest
 import dlbridge
 from dlbridge.testing._abi import (FLAG_IS_COPIED, FLAG_READ_ONLY, INT32, DevicelessProducer, ManagedTensor, Producer,
                            capsule_name, stray_deleter_calls)
+from messages import exactly
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -34,11 +35,6 @@ def no_stray_deleter_calls():
 
 def collect():
     gc.collect()
-
-
-def exactly(message):
-    """A pattern matching the whole message."""
-    return "^" + re.escape(message) + "$"
 
 
 def import_hand_built(managed, **from_dlpack_kwargs):
@@ -372,6 +368,35 @@ def test_null_data_for_an_empty_tensor_is_accepted(strides):
     assert mt.deleter_calls == 1
 
 
+def _refused(managed, match):
+    producer = Producer(managed)
+    with pytest.raises(BufferError, match=match):
+        dlbridge.from_dlpack(producer)
+    assert capsule_name(producer.capsule).startswith(b"used_")
+    assert managed.deleter_calls == 1
+    del producer
+    gc.collect()
+    assert managed.deleter_calls == 1
+
+
+def test_subbyte_padded_flag_is_refused():
+    mt = ManagedTensor(range(4), flags=1 << 2)
+    _refused(mt, exactly("invalid tensor: flags: expected packed sub-byte data, got IS_SUBBYTE_TYPE_PADDED"))
+
+
+def test_non_contiguous_packed_subbyte_tensor_is_refused():
+    mt = ManagedTensor(range(4), dtype=(17, 4, 1), ctype=ctypes.c_uint8, shape=(2, 2), strides=(1, 2))
+    _refused(mt, exactly("invalid tensor: strides: expected C-contiguous strides for a packed sub-byte "
+                         "dtype, got non-contiguous strides"))
+
+
+def test_strided_span_below_address_zero_is_refused():
+    # float64 elements at 16, 16 - 64 and 16 - 128: below address 0.
+    mt = ManagedTensor(range(3), shape=(3,), strides=(-8,), data=16)
+    _refused(mt, exactly("invalid tensor: strides: expected a strided span inside the address space, "
+                         "got a span of [-128, 8) bytes around address 16"))
+
+
 # -- legacy capsules ----------------------------------------------------------------
 
 
@@ -506,6 +531,29 @@ def test_raw_capsule_consumed_twice_raises_buffer_error():
     del a
     collect()
     assert mt.deleter_calls == 1
+
+
+def test_null_capsule_name_message():
+    # In a child: a crash must fail this test, not the whole session.
+    code = textwrap.dedent("""
+        import dlbridge
+        from dlbridge.testing._abi import ManagedTensor, Producer
+        mt = ManagedTensor(range(3))
+        producer = Producer(mt, name=None)
+        try:
+            dlbridge.from_dlpack(producer)
+        except BaseException as e:
+            print(type(e).__name__, e)
+        print("deleter", mt.deleter_calls)
+    """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in sys.path if p])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [
+        "BufferError expected a capsule named 'dltensor_versioned' or 'dltensor', got one named NULL",
+        "deleter 0",
+    ]
 
 
 # -- producers -----------------------------------------------------------------------
@@ -649,6 +697,25 @@ def test_an_object_without_dlpack_is_type_error_pointing_to_asarray(obj, kwargs)
                f"use dlbridge.asarray for sequences, scalars and other array-likes")
     with pytest.raises(TypeError, match=exactly(message)):
         dlbridge.from_dlpack(obj, **kwargs)
+
+
+def test_object_without_dlpack_message():
+    with pytest.raises(TypeError, match=exactly(
+            "from_dlpack: expected an object with __dlpack__ (a DLPack producer), got list; "
+            "use dlbridge.asarray for sequences, scalars and other array-likes")):
+        dlbridge.from_dlpack([1, 2, 3])
+
+
+def test_from_dlpack_with_device_of_a_non_producer_names_the_protocol():
+    with pytest.raises(TypeError, match=exactly(
+            "from_dlpack: expected an object with __dlpack__ (a DLPack producer), got object; "
+            "use dlbridge.asarray for sequences, scalars and other array-likes")):
+        dlbridge.from_dlpack(object(), device="cpu")
+
+
+def test_from_dlpack_copy_must_be_a_bool_or_none():
+    with pytest.raises(TypeError, match=exactly("copy must be True, False or None, got 1")):
+        dlbridge.from_dlpack(dlbridge.zeros(3), copy=1)
 
 
 # -- producers with no __dlpack_device__ -----------------------------------------

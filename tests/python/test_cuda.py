@@ -13,8 +13,9 @@ import pytest
 
 import dlbridge
 from dlbridge.testing._abi import ManagedTensor, Producer
+from exporters import CudaInterface, on_cuda
 from gpu import INFO, needs_no_gpu
-from test_errors import CudaInterface, on_cuda
+from messages import exactly
 
 NO_DEVICE = r"^no CUDA device is available \(.+\)$"
 
@@ -170,6 +171,18 @@ def test_from_dlpack_moving_asks_the_producer_for_no_copy():
     # Told the consumer's stream: 1, the legacy default stream dlbridge orders its GPU work on.
     assert producer.calls[-1] == {"stream": 1, "max_version": (1, 3)}
     assert mt.deleter_calls == 1
+
+
+@pytest.mark.parametrize("what, action", [
+    ("__array_interface__", lambda a: a.__array_interface__),
+    ("the buffer protocol", memoryview),
+    ("tolist()", lambda a: a.tolist()),
+    ("float()", lambda a: float(a[0, 0])),
+    ("int()", lambda a: int(a[0, 0])),
+])
+def test_host_access_to_device_memory_messages(what, action):
+    with pytest.raises(BufferError, match=exactly(f"{what} needs host-accessible memory; this array is on cuda:0")):
+        action(on_cuda())
 
 
 # -- __dlpack__ of an array on a GPU ---------------------------------------------

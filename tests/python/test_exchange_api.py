@@ -25,7 +25,7 @@ import dlbridge
 from dlbridge.testing._abi import (FLAG_READ_ONLY, INT32, SET_ERROR, SLOTS, DLDataType, DLDevice,
                                    DLManagedTensorVersioned, DLPackExchangeAPI, DLTensor, ManagedTensor, Table, _api,
                                    delete, exchange_capsule, shape_of, strides_of)
-from test_errors import exactly
+from messages import exactly
 
 NO_GPU = dlbridge.build_info()["gpu_count"] == 0
 

@@ -18,7 +18,7 @@ import torch
 
 import dlbridge
 from dlbridge.testing._abi import Consumed, ManagedTensor, Producer
-from test_errors import exactly
+from messages import exactly
 
 PAIRS = (17, 4, 2)
 STRIDED_LAST_AXIS = ("invalid tensor: strides: axis {axis}: expected stride 1 on the last axis of float4 pairs "

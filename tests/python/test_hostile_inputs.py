@@ -24,7 +24,7 @@ import dlbridge
 import dlbridge._array
 import dlbridge._dlpack
 import dlbridge._types
-from test_errors import exactly
+from messages import exactly
 
 
 class Shifting(tuple):

@@ -117,6 +117,7 @@ def test_read_back_of_what_cannot_be_read_fails_naming_both_ways():
 # -- seeded bugs: each caught by exactly its clause --------------------------------------------
 
 
+@pytest.mark.peers_only
 def test_the_reference_consumer_passes_every_clause():
     results = verdicts(check_consumer(seeded.reference, only=IDS))
     assert {c: r.verdict for c, r in results.items()} == dict.fromkeys(IDS, PASS), \
@@ -138,6 +139,7 @@ SEEDED = {
 }
 
 
+@pytest.mark.peers_only
 @pytest.mark.parametrize("name", SEEDED)
 def test_a_seeded_bug_fails_exactly_its_clause(name):
     clause_id, words = SEEDED[name]
@@ -148,6 +150,7 @@ def test_a_seeded_bug_fails_exactly_its_clause(name):
     assert all(r.verdict == PASS for c, r in results.items() if c != clause_id)
 
 
+@pytest.mark.peers_only
 def test_the_reference_consumer_passes_in_child_processes():
     """The path the real libraries take: the seeded module loads in the
     child (sys.path travels with it)."""
@@ -206,6 +209,7 @@ PEERS = {
 }
 
 
+@pytest.mark.peers_only
 @pytest.mark.parametrize("function", PEERS)
 def test_the_verdicts_of_the_real_libraries(function):
     results = verdicts(check("consumer", f"dlbridge.testing.libraries:{function}"))

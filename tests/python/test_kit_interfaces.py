@@ -71,16 +71,21 @@ def test_clauses_are_registered_with_their_sources():
 
 # -- dlbridge and the real libraries -------------------------------------------------------
 
+PEERS_ONLY = pytest.mark.peers_only
+
 
 @pytest.mark.parametrize("factory, expected", [
     ("dlbridge_array", expect(array_interface=PASS, buffer=PASS, exchange=PASS)),
-    ("numpy_array", expect(array_interface=PASS, buffer=PASS)),
-    ("torch_tensor", expect(exchange=PASS)),  # PyTorch's table, checked slot by slot
-    ("jax_array", expect(buffer=PASS)),
-    ("array_api_strict_array", expect()),  # hides NumPy's interfaces and buffer
-    ("memoryview_of", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE}),
-    ("array_array", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE}),
-    ("bytes_of", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE}),
+    pytest.param("numpy_array", expect(array_interface=PASS, buffer=PASS), marks=PEERS_ONLY),
+    pytest.param("torch_tensor", expect(exchange=PASS), marks=PEERS_ONLY),  # PyTorch's table, checked slot by slot
+    pytest.param("jax_array", expect(buffer=PASS), marks=PEERS_ONLY),
+    pytest.param("array_api_strict_array", expect(), marks=PEERS_ONLY),  # hides NumPy's interfaces and buffer
+    pytest.param("memoryview_of", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE},
+                 marks=PEERS_ONLY),
+    pytest.param("array_array", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE},
+                 marks=PEERS_ONLY),
+    pytest.param("bytes_of", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE},
+                 marks=PEERS_ONLY),
 ])
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype")  # JAX makes int32 for int64, and says so
 def test_verdicts_on_the_real_libraries(factory, expected):

@@ -50,6 +50,7 @@ def test_dlbridge_passes_every_clause():
     assert_verdicts(verdicts(check_producer(libraries.dlbridge_array, only=MINE)), {})
 
 
+@pytest.mark.peers_only
 def test_the_seeded_producer_without_a_bug_passes_every_clause():
     assert_verdicts(verdicts(check_producer(seeded.correct, only=MINE)), {})
 
@@ -93,6 +94,7 @@ SEEDED = [
 ]
 
 
+@pytest.mark.peers_only
 @pytest.mark.parametrize("factory, clause_id, words", SEEDED, ids=[factory for factory, _, _ in SEEDED])
 def test_a_seeded_bug_fails_exactly_its_clause(factory, clause_id, words):
     found = verdicts(check_producer(getattr(seeded, factory), only=MINE))
@@ -100,6 +102,7 @@ def test_a_seeded_bug_fails_exactly_its_clause(factory, clause_id, words):
     assert words in found[clause_id][1], found[clause_id]
 
 
+@pytest.mark.peers_only
 def test_a_deleter_that_needs_the_gil_crashes_only_its_clause(deliberate_crashes):
     # In child processes: the deleter called without the GIL takes its process down.
     found = verdicts(check("producer", "kit_seeded_producers:deleter_needs_gil"))
@@ -149,10 +152,12 @@ def _numpy_expected() -> dict:
                                                               "and so does copy=None")}
 
 
+@pytest.mark.peers_only
 def test_numpy():
     assert_verdicts(verdicts(check_producer(libraries.numpy_array, only=MINE)), _numpy_expected())
 
 
+@pytest.mark.peers_only
 def test_array_api_strict():
     pytest.importorskip("array_api_strict")
     expected = _numpy_expected()  # its arrays are NumPy's
@@ -160,6 +165,7 @@ def test_array_api_strict():
     assert_verdicts(verdicts(check_producer(libraries.array_api_strict_array, only=MINE)), expected)
 
 
+@pytest.mark.peers_only
 def test_torch():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
@@ -174,6 +180,7 @@ def test_torch():
     })
 
 
+@pytest.mark.peers_only
 def test_jax():
     jax = pytest.importorskip("jax")
     if jax.default_backend() != "cpu":
@@ -196,6 +203,7 @@ def test_jax():
     })
 
 
+@pytest.mark.peers_only
 @pytest.mark.parametrize("factory, name", [(libraries.memoryview_of, "memoryview"), (libraries.array_array, "array"),
                                            (libraries.bytes_of, "bytes")])
 def test_the_buffer_exporters(factory, name):

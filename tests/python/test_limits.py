@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import dlbridge
-import test_errors
 from dlbridge.testing._abi import ManagedTensor, Producer, capsule_name
-from test_errors import CudaInterface, HostInterface, RawBuffer
+from exporters import CudaInterface, HostInterface, RawBuffer
+from messages import exactly
 
 INT64_MAX = 2**63 - 1
 INT8 = (0, 8, 1)
@@ -57,8 +57,7 @@ def _interface(kind):
         byte_strides = None if strides is None else tuple(s * itemsize for s in strides)
         if kind == "cuda":
             return CudaInterface(_owner, shape=shape, typestr=typestr, strides=byte_strides, data=(pointer, False))
-        return HostInterface({"shape": shape, "typestr": typestr, "data": (pointer, False), "strides": byte_strides,
-                              "version": 3}, _owner)
+        return HostInterface(_owner, shape=shape, typestr=typestr, strides=byte_strides, data=(pointer, False))
     return make
 
 
@@ -87,7 +86,7 @@ def refused(route, message, **description):
     """Imports the description and expects BufferError with exactly `message`;
     a refused capsule has had its deleter called exactly once."""
     incoming = route.make(**description)
-    with pytest.raises(BufferError, match=test_errors.exactly(message)) as info:
+    with pytest.raises(BufferError, match=exactly(message)) as info:
         route.importer(incoming)
     assert str(info.value) == message
     if isinstance(incoming, Producer):
@@ -126,33 +125,11 @@ def test_65_axes_are_refused(route):
     refused(route, "invalid tensor: ndim: expected ndim <= 64, got 65", shape=(1,) * 65)
 
 
-# A buffer exporter that reports a negative ndim: test_errors.RawBuffer's
-# exporter, with ndim overwritten after it has filled the Py_buffer.
-def _negative_ndim_getbuffer(exporter, view, flags):
-    test_errors._getbuffer(exporter, view, flags)
-    view.contents.ndim = exporter.ndim
-    return 0
-
-
-_negative_ndim_callback = test_errors._GETBUFFER(_negative_ndim_getbuffer)
-_negative_ndim_slots = (test_errors._PyTypeSlot * 2)(
-    test_errors._PyTypeSlot(1, ctypes.cast(_negative_ndim_callback, ctypes.c_void_p)),  # Py_bf_getbuffer
-    test_errors._PyTypeSlot(0, None))
-_negative_ndim_spec = test_errors._PyTypeSpec(b"test_limits.NegativeNdimBase", 2 * ctypes.sizeof(ctypes.c_void_p),
-                                              0, (1 << 10) | (1 << 18), _negative_ndim_slots)
-
-
-class NegativeNdimBuffer(test_errors._api.PyType_FromSpec(ctypes.byref(_negative_ndim_spec))):
-    def __init__(self, ndim):
-        self.layout = {"shape": (1,), "strides": (8,)}
-        self.ndim = ndim
-
-
 @pytest.mark.parametrize("ndim", [-1, -2**31])
 def test_a_buffer_with_a_negative_ndim_is_refused_naming_it(ndim):
     message = f"invalid tensor: ndim: expected ndim <= 64, got {ndim}"
-    with pytest.raises(BufferError, match=test_errors.exactly(message)) as info:
-        dlbridge.asarray(NegativeNdimBuffer(ndim))
+    with pytest.raises(BufferError, match=exactly(message)) as info:
+        dlbridge.asarray(RawBuffer((1,), (8,), ndim=ndim))
     assert str(info.value) == message
 
 
@@ -161,6 +138,29 @@ def test_64_axes_round_trip_through_numpy_and_back():
     n = np.from_dlpack(a)
     assert n.ndim == 64 and n.ctypes.data == a.data_ptr
     assert dlbridge.from_dlpack(n).shape == a.shape
+
+
+@pytest.mark.parametrize("which", ["cuda", "host"])
+def test_array_interface_with_more_than_64_axes(which):
+    owner = np.zeros(1)
+    if which == "cuda":
+        obj = CudaInterface(owner, shape=(1,) * 70)
+    else:
+        obj = HostInterface(owner, shape=(1,) * 70)
+    with pytest.raises(BufferError, match=exactly("invalid tensor: ndim: expected ndim <= 64, got 70")):
+        dlbridge.asarray(obj)
+
+
+def test_buffer_with_more_than_64_axes():
+    with pytest.raises(BufferError, match=exactly("invalid tensor: ndim: expected ndim <= 64, got 70")):
+        dlbridge.asarray(RawBuffer((1,) * 70, (8,) * 70))
+
+
+@pytest.mark.parametrize("shape, key, ndim", [((1,) * 64, None, 65), ((1,) * 63, (None, None, None), 66),
+                                              ((1,) * 64, (Ellipsis, None), 65)], ids=["64+1", "63+3", "ellipsis"])
+def test_index_result_with_more_than_64_axes(shape, key, ndim):
+    with pytest.raises(IndexError, match=exactly(f"the result would have {ndim} axes; at most 64 are allowed")):
+        dlbridge.zeros(shape)[key]
 
 
 # -- negative extents -----------------------------------------------------------------
@@ -273,6 +273,13 @@ def test_operations_on_a_huge_zero_strided_array_do_not_read_past_its_element():
         dlbridge.asarray(a, dtype="int16")
 
 
+def test_interface_extent_beyond_int64_names_the_axis():
+    owner = np.zeros(3, dtype=np.float32)
+    with pytest.raises(BufferError, match=exactly(
+            "__cuda_array_interface__: axis 0: expected an extent that fits in int64, got 9223372036854775808")):
+        dlbridge.asarray(CudaInterface(owner, shape=(2**63, 1)))
+
+
 # -- strides whose byte offsets overflow int64 -----------------------------------------------
 
 OVERFLOWING_STRIDE = "invalid tensor: strides: expected byte offsets that fit in int64, got an overflowing stride"
@@ -301,6 +308,14 @@ def test_a_span_of_exactly_int64_max_bytes_is_accepted(route):
     # [0, 2**63 - 1). (The address is made up and never read.)
     shape, strides, _, _ = accepted(route, shape=(2, 2), strides=(2**62, 2**62 - 2), dtype=INT8, data=4096)
     assert (shape, strides) == ((2, 2), (2**62, 2**62 - 2))
+
+
+def test_interface_stride_beyond_int64_names_the_axis():
+    owner = np.zeros(3, dtype=np.float32)
+    obj = HostInterface(owner, strides=(2**64,))
+    with pytest.raises(BufferError, match=exactly(
+            "__array_interface__: axis 0: expected a byte stride that fits in int64, got 18446744073709551616")):
+        dlbridge.asarray(obj)
 
 
 # -- the address space ------------------------------------------------------------------------
@@ -351,6 +366,19 @@ def test_a_byte_offset_is_applied_once(route):
     assert a.tolist() == [2.0, 3.0]
 
 
+@pytest.mark.parametrize("pointer", [-8, 2**64])
+@pytest.mark.parametrize("kind", ["cuda", "host"])
+def test_interface_data_pointer_out_of_range(kind, pointer):
+    owner = np.zeros(3, dtype=np.float32)
+    if kind == "cuda":
+        obj, name = CudaInterface(owner, data=(pointer, False)), "__cuda_array_interface__"
+    else:
+        obj = HostInterface(owner, data=(pointer, False))
+        name = "__array_interface__"
+    with pytest.raises(BufferError, match=exactly(f"{name}: expected a data pointer in [0, 2**64), got {pointer}")):
+        dlbridge.asarray(obj)
+
+
 # -- views past the limits -----------------------------------------------------------------------
 
 
@@ -396,7 +424,7 @@ def test_every_key_form_stays_within_64_axes_as_numpy_does(ndim):
         try:
             expected = n[key].shape
         except IndexError:
-            with pytest.raises(IndexError, match=test_errors.exactly(_index_error(ndim, key))):
+            with pytest.raises(IndexError, match=exactly(_index_error(ndim, key))):
                 a[key]
             continue
         assert a[key].shape == expected, key

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from test_errors import CudaInterface, exactly
+from exporters import CudaInterface
+from messages import exactly
 
 PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
 

@@ -13,8 +13,9 @@ import dlbridge
 from dlbridge import DeviceType
 from dlbridge.testing._abi import (FLAG_IS_COPIED, FLAG_READ_ONLY, Consumed, ManagedTensor, Producer,
                            capsule_name)
+from exporters import on_cuda
 from gpu import NO_GPU
-from test_errors import exactly
+from messages import exactly
 
 
 def collect():
@@ -100,6 +101,21 @@ def test_writable_array_exports_no_read_only_flag(a):
     c.release()
 
 
+def test_dlpack_max_version_message():
+    with pytest.raises(TypeError, match=exactly("max_version must be a (major, minor) tuple of ints, got [1, 3]")):
+        dlbridge.zeros(2).__dlpack__(max_version=[1, 3])
+
+
+@pytest.mark.parametrize("max_version", [None, (0, 8)])
+def test_dlpack_read_only_legacy_message(max_version):
+    n = np.arange(3.0)
+    n.flags.writeable = False
+    with pytest.raises(BufferError, match=exactly(
+            "a read-only array cannot be exported as a legacy DLPack capsule (it has no read-only flag); "
+            "pass max_version=(1, 3)")):
+        dlbridge.asarray(n).__dlpack__(max_version=max_version)
+
+
 # -- stream ---------------------------------------------------------------------
 
 
@@ -115,6 +131,30 @@ def test_stream_must_be_none_on_cpu(a, stream):
 def test_stream_none_is_accepted(a):
     c = consume(a, stream=None, max_version=(1, 3))
     c.release()
+
+
+def test_dlpack_stream_on_cpu_message():
+    with pytest.raises(ValueError, match=exactly("stream must be None for arrays on cpu, got 1")):
+        dlbridge.zeros(2).__dlpack__(stream=1)
+
+
+@pytest.mark.parametrize("stream, name", [(1.0, "float"), (True, "bool"), ("1", "str"), ((1,), "tuple"),
+                                          (object(), "object")])
+@pytest.mark.parametrize("where", ["cpu", "cuda", "cuda copy to cpu"])
+def test_dlpack_stream_of_a_wrong_type_is_a_type_error_on_every_device(stream, name, where):
+    a = dlbridge.zeros(2) if where == "cpu" else on_cuda()
+    extra = {"dl_device": (1, 0)} if where == "cuda copy to cpu" else {}
+    with pytest.raises(TypeError, match=exactly(f"stream must be an int or None, got {name}")):
+        a.__dlpack__(stream=stream, max_version=(1, 3), **extra)
+
+
+@pytest.mark.parametrize("stream, message", [(0, "stream 0 is ambiguous on CUDA"),
+                                             (-2, "stream must be -1, 1, 2 or a stream handle, got -2"),
+                                             (1 << 63, f"stream must fit in 64 bits, got {1 << 63}"),
+                                             (-(1 << 64), f"stream must fit in 64 bits, got {-(1 << 64)}")])
+def test_dlpack_stream_value_on_a_device(stream, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        on_cuda().__dlpack__(stream=stream, max_version=(1, 3))
 
 
 # -- dl_device ------------------------------------------------------------------
@@ -160,6 +200,23 @@ def test_malformed_dl_device_raises_type_error(a, dl_device):
     with pytest.raises(TypeError, match=exactly("dl_device must be a (device_type, device_id) tuple, "
                                                 f"got {dl_device!r}")):
         a.__dlpack__(max_version=(1, 3), dl_device=dl_device)
+
+
+def test_dlpack_dl_device_messages():
+    a = dlbridge.zeros(2)
+    with pytest.raises(TypeError, match=exactly("dl_device must be a (device_type, device_id) tuple, got [1, 0]")):
+        a.__dlpack__(max_version=(1, 3), dl_device=[1, 0])
+    with pytest.raises(BufferError, match=exactly("cannot export an array on cpu to device (1, 1): the CPU is device 0")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(1, 1))
+    with pytest.raises(BufferError, match=exactly("cannot export an array on cpu to device (99, 0): "
+                                                  "device type 99 is not a DLPack device type")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(99, 0))
+    with pytest.raises(BufferError, match=exactly("cannot export an array on cpu to device (10, 0): "
+                                                  "dlbridge cannot copy data to or from rocm")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(10, 0))
+    with pytest.raises(BufferError, match=exactly("copy=False, but exporting an array on cpu to device (2, 0) "
+                                                  "needs a copy")):
+        a.__dlpack__(max_version=(1, 3), dl_device=(2, 0), copy=False)
 
 
 # -- copy -----------------------------------------------------------------------
@@ -223,6 +280,11 @@ def test_copy_false_or_none_shares_memory(a, copy):
 def test_malformed_copy_raises_type_error(a, copy):
     with pytest.raises(TypeError, match=exactly(f"copy must be True, False or None, got {copy!r}")):
         a.__dlpack__(max_version=(1, 3), copy=copy)
+
+
+def test_dlpack_copy_message():
+    with pytest.raises(TypeError, match=exactly("copy must be True, False or None, got 1")):
+        dlbridge.zeros(2).__dlpack__(max_version=(1, 3), copy=1)
 
 
 # -- argument validation ------------------------------------------------------------

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import dlbridge
 from dlbridge.testing._abi import ManagedTensor, Producer
 from peers import numpy_from_dlpack_writable
-from test_errors import HostInterface
+from exporters import HostInterface
 
 EXAMPLES = settings(max_examples=300, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -124,7 +124,7 @@ def test_numpy_round_trip_shares_memory_and_keeps_read_only(layout):
 
     # The array interface shares too, both ways, and says read-only alike.
     assert np.asarray(x).flags.writeable is not layout.readonly or not view.size
-    via_interface = dlbridge.asarray(HostInterface(view.__array_interface__, view))
+    via_interface = dlbridge.asarray(HostInterface(view, **view.__array_interface__))
     assert via_interface.readonly is layout.readonly
     assert_same_memory(via_interface, x.shape, x.strides, x.data_ptr, x.size)
 

@@ -27,7 +27,7 @@ import torch
 
 import dlbridge
 from dlbridge.testing._abi import FLAG_IS_COPIED, DLManagedTensorVersioned, DLPackExchangeAPI, exchange_capsule
-from test_errors import exactly
+from messages import exactly
 from test_exchange_api import OURS, producer
 
 

@@ -11,7 +11,7 @@ import torch
 
 import dlbridge
 from dlbridge import Device, DeviceType, DType
-from test_errors import exactly
+from messages import exactly
 
 # name -> (DLPack code, bits, itemsize, NumPy typestr or None)
 DTYPES = {
@@ -471,6 +471,17 @@ def test_device_errors_from_functions():
         dlbridge.zeros(3, device="tpu")
     with pytest.raises(ValueError, match="cuda:x"):
         dlbridge.asarray([1.0], device="cuda:x")
+
+
+@pytest.mark.parametrize("spec", [(True, 0), (1, False)])
+def test_device_bool_in_tuple(spec):
+    with pytest.raises(TypeError, match=exactly(f"a device is (type, id), got {spec!r}")):
+        Device(spec)
+
+
+def test_device_type_beyond_int32_is_value_error():
+    with pytest.raises(ValueError, match="device type -1180591620717411303424 is not a DLPack device type"):
+        Device((-2**70, 0))
 
 
 # One typestr rule (dtype.hpp: dtype_from_typestr) for DType(...) and the

@@ -103,6 +103,23 @@ def capsule_name(capsule) -> bytes | None:
     return _api.PyCapsule_GetName(capsule)
 
 
+_MANAGED_STRUCTS: dict[bytes, type[Structure]] = {b"dltensor_versioned": DLManagedTensorVersioned,
+                                                  b"dltensor": DLManagedTensor}
+
+
+def capsule_struct(capsule) -> tuple[bytes, Structure]:
+    """(name, DLManagedTensorVersioned or DLManagedTensor) of an unconsumed
+    capsule, read in place: the capsule keeps ownership (it is not renamed),
+    and the struct keeps the capsule alive."""
+    name = capsule_name(capsule)
+    struct_type = _MANAGED_STRUCTS.get(name or b"")
+    if name is None or struct_type is None:
+        raise AssertionError(f"not an unconsumed DLPack capsule: {name!r}")
+    managed = struct_type.from_address(_api.PyCapsule_GetPointer(capsule, name))
+    managed.capsule = capsule  # the struct lives in the capsule's memory
+    return name, managed
+
+
 # -- hand-built managed tensors -----------------------------------------------
 
 _registry: dict[int, "ManagedTensor"] = {}  # struct address -> its ManagedTensor (kept forever)
@@ -228,14 +245,10 @@ class Consumed:
 
     def __init__(self, capsule):
         name = capsule_name(capsule)
-        if name == b"dltensor_versioned":
-            self.versioned = True
-            struct_type = DLManagedTensorVersioned
-        elif name == b"dltensor":
-            self.versioned = False
-            struct_type = DLManagedTensor
-        else:
+        struct_type = _MANAGED_STRUCTS.get(name or b"")
+        if name is None or struct_type is None:
             raise AssertionError(f"not an unconsumed DLPack capsule: {name!r}")
+        self.versioned = struct_type is DLManagedTensorVersioned
         self.name = name
         self.address = _api.PyCapsule_GetPointer(capsule, name)
         assert _api.PyCapsule_SetName(capsule, _static_name(b"used_" + name)) == 0
@@ -438,16 +451,36 @@ _api.PyObject_GetBuffer.argtypes = [py_object, POINTER(Py_buffer), c_int]
 _api.PyObject_GetBuffer.restype = c_int
 _api.PyBuffer_Release.argtypes = [POINTER(Py_buffer)]
 _api.PyBuffer_Release.restype = None
-_PYBUF_FULL_RO = 0x100 | 0x10 | 0x08 | 0x04  # INDIRECT | STRIDES | ND | FORMAT, as memoryview asks
+
+# The request flags of PEP 3118 (Include/pybuffer.h).
+PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND = 0, 0x1, 0x4, 0x8
+PyBUF_STRIDES = 0x10 | PyBUF_ND
+PyBUF_C_CONTIGUOUS = 0x20 | PyBUF_STRIDES
+PyBUF_F_CONTIGUOUS = 0x40 | PyBUF_STRIDES
+PyBUF_ANY_CONTIGUOUS = 0x80 | PyBUF_STRIDES
+PyBUF_INDIRECT = 0x100 | PyBUF_STRIDES
+PyBUF_FULL_RO = PyBUF_INDIRECT | PyBUF_FORMAT  # what memoryview asks
+
+
+def get_buffer(obj, flags: int) -> Py_buffer:
+    """obj's buffer as a C consumer asking with `flags` gets it
+    (PyObject_GetBuffer); raises what the exporter raises. Give it back with
+    release_buffer."""
+    view = Py_buffer()
+    _api.PyObject_GetBuffer(obj, ctypes.byref(view), flags)
+    return view
+
+
+def release_buffer(view: Py_buffer) -> None:
+    _api.PyBuffer_Release(ctypes.byref(view))
 
 
 def buffer_address(obj) -> tuple[int, bool]:
     """(address of the first element, readonly) of obj's buffer, asked for as
     memoryview asks (ctypes' from_buffer would need a writable one); raises
     what the exporter raises (TypeError where obj has no buffer)."""
-    view = Py_buffer()
-    _api.PyObject_GetBuffer(obj, ctypes.byref(view), _PYBUF_FULL_RO)
+    view = get_buffer(obj, PyBUF_FULL_RO)
     try:
         return view.buf or 0, bool(view.readonly)
     finally:
-        _api.PyBuffer_Release(ctypes.byref(view))
+        release_buffer(view)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import dlbridge
-from test_errors import exactly
+from messages import exactly
 
 
 def holds_no_array(kind="Array"):

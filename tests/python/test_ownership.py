@@ -20,6 +20,7 @@ import torch
 
 import dlbridge
 from dlbridge.testing._abi import ManagedTensor, Producer
+from exporters import CudaInterface, RawBuffer
 from peers import numpy_from_dlpack_writable
 
 
@@ -329,8 +330,6 @@ class Lender:
 
 
 def _cycle_kinds():
-    from test_errors import CudaInterface, RawBuffer
-
     class Buffer(RawBuffer):
         pass
 
