@@ -129,8 +129,8 @@ inline constexpr unsigned stream_non_blocking = 1;
 // each other's work by themselves (work queued on either waits for the work
 // queued on the other before it): the default streams (the legacy and
 // per-thread ones) do, and so do blocking streams, made without
-// cudaStreamNonBlocking (CuPy's by default); non-blocking
-// streams (PyTorch's) do not. `flags` is not read for the default streams.
+// cudaStreamNonBlocking (CuPy's by default); non-blocking streams
+// (PyTorch's) do not. `flags` is not read for the default streams.
 [[nodiscard]] constexpr bool synchronises_with_legacy(cuda_stream s, unsigned flags) noexcept {
   return s == legacy_default_stream || s == per_thread_default_stream || (flags & stream_non_blocking) == 0;
 }
