@@ -89,14 +89,36 @@ bool event::ready() const {
 
 void event::synchronize() const { throw_on_error(cudaEventSynchronize(handle_), "cudaEventSynchronize()"); }
 
+namespace {
+// Lets the calling thread make calls that a capture in the default (global)
+// mode forbids, for the guard's lifetime (cudaThreadExchangeStreamCaptureMode).
+class relaxed_capture_mode {
+ public:
+  relaxed_capture_mode() { throw_on_error(cudaThreadExchangeStreamCaptureMode(&mode_), "cudaThreadExchangeStreamCaptureMode()"); }
+  ~relaxed_capture_mode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  relaxed_capture_mode(const relaxed_capture_mode&) = delete;
+  relaxed_capture_mode& operator=(const relaxed_capture_mode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+}  // namespace
+
 void wait(stream_t waiter, const event& e) {
   require_device();
   // A stream being captured into a CUDA graph (torch.cuda.graph) may wait
-  // only on events of the same capture, unless the wait is external: the
-  // graph then waits for the event's last record, which has long completed
-  // when it is replayed.
-  const unsigned flags = capture_of(waiter) == capture_status::active ? cudaEventWaitExternal : cudaEventWaitDefault;
-  throw_on_error(cudaStreamWaitEvent(waiter, e.get(), flags), "cudaStreamWaitEvent()");
+  // only on events of the same capture. An external wait would put a node in
+  // the graph that names `e`, which the graph does not keep alive: it would
+  // wait on a destroyed (or reused) event at its launches. The host waits
+  // instead, once, at capture time: the captured work then follows e's work
+  // at every launch. (Work queued after the capture, before a launch, is the
+  // launcher's to order, as for any input of a CUDA graph.)
+  if (capture_of(waiter) == capture_status::active) {
+    const relaxed_capture_mode relaxed;  // a host wait is forbidden during a capture otherwise
+    e.synchronize();
+    return;
+  }
+  throw_on_error(cudaStreamWaitEvent(waiter, e.get(), cudaEventWaitDefault), "cudaStreamWaitEvent()");
 }
 
 int stream_device(stream_t s) {

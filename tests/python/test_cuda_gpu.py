@@ -321,10 +321,10 @@ def test_copy_between_gpus_waits_for_the_source_gpu():
 
 def test_dlpack_export_into_a_cuda_graph_capture():
     # torch.from_dlpack inside torch.cuda.graph names the capturing stream:
-    # the order after dlbridge's legacy stream must be an external wait, and
-    # the release of the temporary tensor, still inside the capture, must not
-    # make the legacy stream wait on an event recorded in the capture, or the
-    # capture is invalidated.
+    # the order after dlbridge's legacy stream must leave no wait on an
+    # outside event in the capture, and the release of the temporary tensor,
+    # still inside the capture, must not make the legacy stream wait on an
+    # event recorded in the capture, or the capture is invalidated.
     a = dlbridge.full(N, 2.0, dtype="float32", device="cuda")
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()

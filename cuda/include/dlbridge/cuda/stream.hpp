@@ -92,8 +92,9 @@ class event {
   event_t handle_ = nullptr;
 };
 
-// Makes work queued on `waiter` from now on wait for `e` (cudaStreamWaitEvent;
-// an external wait where `waiter` is being captured into a CUDA graph).
+// Makes work queued on `waiter` from now on wait for `e` (cudaStreamWaitEvent).
+// Where `waiter` is being captured into a CUDA graph, the host waits for `e`
+// instead: the graph, launched later, then follows e's work.
 void wait(stream_t waiter, const event& e);
 
 // The device whose streams `s` is one of (cudaStreamGetDevice), or -1 for the
