@@ -383,6 +383,10 @@ cdef class Array:
         a legacy one when it is None or major 0 (refused for read-only data).
         On a GPU, ``stream`` is the consumer's: unless it is -1 it is made to
         wait (an event, never a host block) for the work that wrote the array.
+        A non-blocking ``stream`` must outlive the capsule and what the
+        consumer makes of it: its release makes dlbridge's stream wait for
+        the consumer's work (except during a CUDA graph capture); default
+        and blocking streams need not outlive it.
         ``dl_device`` on another device, or ``copy=True``, exports a copy
         flagged IS_COPIED.
         """

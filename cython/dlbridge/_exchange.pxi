@@ -71,6 +71,14 @@ cdef cpp.DLTensor _prototype_fields(const cpp.DLTensor* prototype) except *:
     return fields
 
 
+# GPU memory comes from dlbridge's pool, allocated on the device's legacy
+# default stream: it is ready in the order of the stream _slot_current_work_stream
+# names (the legacy one), and the deleter frees it there, as PyTorch's
+# allocator slot works on its current stream. A caller working on a
+# non-blocking stream must order that stream after the legacy one before
+# using the memory, and the legacy stream after its own work before calling
+# the deleter (docs/cuda-backend.md); the slot takes no stream to do it for
+# the caller, and a host wait per allocation is what the table exists to avoid.
 cdef int _slot_allocate_with_gil(cpp.DLTensor* prototype, cpp.DLManagedTensorVersioned** out, void* error_ctx,
                             cpp.DLPackSetError set_error) noexcept:
     cdef cpp.DLTensor fields

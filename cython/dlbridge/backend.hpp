@@ -96,7 +96,7 @@ inline void release_in_order(void* ctx) noexcept {
   namespace cr = cuda_runtime;
   try {
     const cr::device_guard on(r->device);
-    cr::order_after(r->waiter, r->waited);
+    cr::order_after_release(r->waiter, r->waited);  // nothing while `waited` is captured into a CUDA graph
   } catch (...) {  // a release must not throw: unordered (the runtime gone at exit), the memory still goes
   }
   delete r;
@@ -105,15 +105,21 @@ inline void release_in_order(void* ctx) noexcept {
 #endif
 
 // t, whose release makes `waiter` wait for the work queued on `waited` until
-// then, before t's reference goes. Nothing to order for memory no stream
-// writes, or between the legacy and per-thread default streams (each waits
-// for the other). Both streams must still exist when t is released.
+// then, before t's reference goes; one of the two is the legacy default
+// stream. Nothing to order for memory no stream writes, nor where the
+// legacy stream and the other one synchronise by themselves (the default
+// streams, blocking streams): that release touches no stream at all, so the
+// other stream may be destroyed before it, as CuPy's `with Stream():`
+// destroys its blocking stream. A non-blocking stream (PyTorch's) must still
+// exist when t is released; it is asked now (cudaStreamGetFlags), while the
+// caller vouches for it.
 inline tensor released_after(const tensor& t, cuda_stream waiter, cuda_stream waited) {
-  const auto is_default = [](cuda_stream s) { return s == legacy_default_stream || s == per_thread_default_stream; };
-  if ((is_default(waiter) && is_default(waited)) || !t.device().is_stream_ordered())
+  const cuda_stream other = waiter == legacy_default_stream ? waited : waiter;
+  if (other == legacy_default_stream || other == per_thread_default_stream || !t.device().is_stream_ordered())
     return t;
 #if DLBRIDGE_HAVE_CUDA
   namespace cr = cuda_runtime;
+  if (cr::synchronises_with_legacy(reinterpret_cast<cr::stream_t>(other))) return t;
   auto* r = new detail::ordered_release{t, reinterpret_cast<cr::stream_t>(waiter), reinterpret_cast<cr::stream_t>(waited),
                                         cr::guard_device(t.device())};
   return t.kept_by(detail::release_in_order, r);
@@ -126,7 +132,8 @@ inline tensor released_after(const tensor& t, cuda_stream waiter, cuda_stream wa
 // consumer)): the consumer's stream waits for the legacy one now, and, when
 // the consumer lets the memory go, the legacy stream waits for the
 // consumer's work, since dlbridge's stream-ordered free, and its next
-// allocations, run there.
+// allocations, run there (released_after: by itself for blocking streams;
+// not while the consumer's stream is capturing a CUDA graph).
 inline tensor lend(const tensor& t, cuda_stream consumer) {
   order_streams(t, consumer, legacy_default_stream);
   return released_after(t, legacy_default_stream, consumer);

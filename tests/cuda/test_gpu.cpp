@@ -426,6 +426,109 @@ GPU_TEST_CASE("without order_after the read races ahead of the slow write (the c
             1'000'000'000) == 0);
 }
 
+GPU_TEST_CASE("synchronises_with_legacy reads whether a stream was made non-blocking") {
+  const cr::stream blocking(false), non_blocking(true);
+  CHECK(cr::synchronises_with_legacy(blocking.get()));
+  CHECK(!cr::synchronises_with_legacy(non_blocking.get()));
+  CHECK(cr::synchronises_with_legacy(cr::legacy_stream()));
+  CHECK(cr::synchronises_with_legacy(cr::per_thread_stream()));
+  CHECK(cr::stream_device(non_blocking.get()) == cr::current_device());
+}
+
+namespace {
+// What capture_with found: cudaStreamEndCapture's status (cudaErrorUnknown
+// where the call under test threw) and the captured graph's node count.
+struct captured {
+  cudaError_t status;
+  std::size_t nodes;
+};
+
+// Captures, on a new non-blocking stream, a memset of 7 into device memory
+// followed by `call(stream)`, as torch.cuda.graph does (global mode); where
+// the capture succeeds, launches the graph and checks its memset.
+template <class Call>
+captured capture_with(Call&& call) {
+  constexpr std::size_t bytes = 256;
+  const device_bytes memory(bytes);
+  cr::synchronize(cr::legacy_stream());
+  const cr::stream s;
+  REQUIRE(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeGlobal) == cudaSuccess);
+  REQUIRE(cudaMemsetAsync(memory.get(), 7, bytes, s.get()) == cudaSuccess);
+  bool threw = false;
+  try {
+    call(s.get());
+  } catch (const dlb::cuda_error&) {
+    threw = true;
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(s.get(), &graph);
+  (void)cudaGetLastError();
+  std::size_t nodes = 0;
+  if (ended == cudaSuccess) {
+    REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    REQUIRE(cudaGraphLaunch(exec, s.get()) == cudaSuccess);
+    s.synchronize();
+    CHECK(download(memory.get(), bytes) == std::vector<std::uint8_t>(bytes, 7));
+    CHECK(cudaGraphExecDestroy(exec) == cudaSuccess);
+  }
+  if (graph != nullptr) CHECK(cudaGraphDestroy(graph) == cudaSuccess);
+  return {threw && ended == cudaSuccess ? cudaErrorUnknown : ended, nodes};
+}
+}  // namespace
+
+GPU_TEST_CASE("a release while the borrower's stream is captured into a CUDA graph leaves the capture valid") {
+  const captured lent = capture_with([](cr::stream_t s) { cr::order_after_release(cr::legacy_stream(), s); });
+  CHECK(lent.status == cudaSuccess);
+  CHECK(lent.nodes == 1);  // the memset alone
+  // The other direction (an import's release: the producer's stream waits for
+  // the legacy one) is a host wait at capture time.
+  const captured imported = capture_with([](cr::stream_t s) { cr::order_after_release(s, cr::legacy_stream()); });
+  CHECK(imported.status == cudaSuccess);
+  CHECK(imported.nodes == 1);
+}
+
+// The control: the legacy stream made to wait on an event recorded in the
+// capture is what breaks it, so the case above can fail.
+GPU_TEST_CASE("ordering the legacy stream after a capturing stream breaks the capture (the control)") {
+  CHECK(capture_with([](cr::stream_t s) { cr::order_after(cr::legacy_stream(), s); }).status != cudaSuccess);
+}
+
+GPU_TEST_CASE("a stream being captured is ordered after another by a host wait, leaving no event in the graph") {
+  // An event node would name an event that order_after destroys on return,
+  // long before the graph's launches. (The control of the ordering itself is
+  // "without order_after the read races ahead of the slow write".)
+  const device_bytes flag(4);
+  REQUIRE(dlb_test::slow_write(reinterpret_cast<int*>(flag.get()), 0, 0, cr::legacy_stream()) == 0);  // loaded now
+  cr::event queued;
+  const captured ordered = capture_with([&](cr::stream_t s) {
+    REQUIRE(dlb_test::slow_write(reinterpret_cast<int*>(flag.get()), 42, 300'000'000, cr::legacy_stream()) == 0);
+    queued.record(cr::legacy_stream());
+    cr::order_after(s, cr::legacy_stream());
+  });
+  CHECK(queued.ready());  // the host waited for the slow write
+  CHECK(ordered.status == cudaSuccess);
+  CHECK(ordered.nodes == 1);
+}
+
+GPU_TEST_CASE("order_after records its event on the producer stream's device, not the current one") {
+  if (cr::device_count() < 2) {
+    MESSAGE("needs two GPUs: skipped in the body");
+    return;
+  }
+  const cr::stream on_other = [] {
+    const cr::device_guard other(1);
+    return cr::stream();
+  }();
+  const cr::device_guard first(0);
+  CHECK(cr::stream_device(on_other.get()) == 1);
+  // An event made on device 0 cannot be recorded on a stream of device 1.
+  CHECK_NOTHROW(cr::order_after(cr::legacy_stream(), on_other.get()));
+  CHECK_NOTHROW(cr::order_after_release(cr::legacy_stream(), on_other.get()));
+  cr::synchronize(cr::legacy_stream());
+}
+
 GPU_TEST_CASE("device_guard switches the current device and restores it") {
   const int before = cr::current_device();
   {

@@ -89,6 +89,28 @@ TEST_CASE("stream_to_int gives the protocol value back, the null stream being th
   CHECK(!cr::same_stream(cr::legacy_stream(), cr::per_thread_stream()));
 }
 
+// -- What a release of lent memory may do ------------------------------------------------
+
+TEST_CASE("the legacy stream synchronises by itself with the default and blocking streams, not non-blocking ones") {
+  using cr::synchronises_with_legacy;
+  const dlb::cuda_stream handle = 0x7f0012345600;
+  CHECK(cr::stream_non_blocking == cudaStreamNonBlocking);
+  for (const unsigned flags : {0u, unsigned(cudaStreamNonBlocking)}) {
+    CHECK(synchronises_with_legacy(dlb::legacy_default_stream, flags));  // the flags of a default stream are not read
+    CHECK(synchronises_with_legacy(dlb::per_thread_default_stream, flags));
+  }
+  CHECK(synchronises_with_legacy(handle, cudaStreamDefault));  // a blocking stream (CuPy's)
+  CHECK(!synchronises_with_legacy(handle, cudaStreamNonBlocking));  // PyTorch's
+  CHECK(!synchronises_with_legacy(handle, cudaStreamNonBlocking | 0x80u));  // whatever else is set
+  CHECK(synchronises_with_legacy(handle, 0x80u));
+}
+
+TEST_CASE("a capturing stream's queued work cannot be waited for from outside its capture") {
+  CHECK(cr::records_queued_work(cr::capture_status::none));
+  CHECK(!cr::records_queued_work(cr::capture_status::active));
+  CHECK(!cr::records_queued_work(cr::capture_status::invalidated));  // still capturing until the capture ends
+}
+
 // -- Without a usable device ------------------------------------------------------------
 
 namespace {
@@ -132,6 +154,11 @@ NO_GPU_TEST_CASE("every call that needs a device throws cuda_unavailable, naming
   check_unavailable("stream", [&] { cr::stream created; });
   check_unavailable("event", [&] { cr::event created; });
   check_unavailable("order_after", [&] { cr::order_after(cr::per_thread_stream(), cr::legacy_stream()); });
+  const auto handle = reinterpret_cast<cr::stream_t>(std::uintptr_t{0x7f0012345600});
+  check_unavailable("stream_device", [&] { (void)cr::stream_device(handle); });
+  check_unavailable("synchronises_with_legacy", [&] { (void)cr::synchronises_with_legacy(handle); });
+  check_unavailable("capture_of", [&] { (void)cr::capture_of(handle); });
+  check_unavailable("order_after_release", [&] { cr::order_after_release(cr::legacy_stream(), handle); });
   check_unavailable("synchronize", [&] { cr::synchronize(s); });
   check_unavailable("require_device", [&] { cr::require_device(); });
   // The stream integers and messages need no device.
@@ -149,3 +176,12 @@ NO_GPU_TEST_CASE("without a device every pointer is CPU memory (no error, no cra
 }
 
 NO_GPU_TEST_CASE("a device guard for no device (-1) does nothing") { CHECK_NOTHROW(cr::device_guard(-1)); }
+
+NO_GPU_TEST_CASE("what a release asks of the default streams needs no device: it asks the runtime nothing") {
+  for (const auto s : {cr::legacy_stream(), cr::per_thread_stream(), cr::stream_t{nullptr}}) {
+    CHECK(cr::synchronises_with_legacy(s));
+    CHECK(cr::stream_device(s) == -1);
+  }
+  CHECK(cr::capture_of(cr::legacy_stream()) == cr::capture_status::none);
+  CHECK(cr::capture_of(nullptr) == cr::capture_status::none);
+}

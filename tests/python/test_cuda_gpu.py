@@ -321,16 +321,60 @@ def test_copy_between_gpus_waits_for_the_source_gpu():
 
 def test_dlpack_export_into_a_cuda_graph_capture():
     # torch.from_dlpack inside torch.cuda.graph names the capturing stream:
-    # the order after dlbridge's legacy stream must be an external wait, or
-    # the capture is invalidated.
+    # the order after dlbridge's legacy stream must leave no wait on an
+    # outside event in the capture, and the release of the temporary tensor,
+    # still inside the capture, must not make the legacy stream wait on an
+    # event recorded in the capture, or the capture is invalidated.
     a = dlbridge.full(N, 2.0, dtype="float32", device="cuda")
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        doubled = torch.from_dlpack(a) * 2
-    graph.replay()
+        doubled = torch.from_dlpack(a) * 2  # the borrowed tensor is released here
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert doubled.min().item() == doubled.max().item() == 4.0
+    del a  # the graph is replayed no more
+
+
+# -- Consumer streams destroyed before the release ---------------------------------------------
+
+# recorded=True is the control: it does what a release that records on the
+# consumer's stream would do, and shows the legacy stream would then wait.
+@pytest.mark.parametrize("recorded", [False, pytest.param(True, marks=race_control)])
+def test_a_release_touches_no_blocking_stream_which_may_be_gone_by_then(recorded):
+    # CuPy's `with Stream():` names a blocking stream to __dlpack__ and
+    # destroys it when the block ends, before the array made from the capsule
+    # is dropped. The legacy stream synchronises with blocking streams by
+    # itself, so the release must not touch that stream: recording on a
+    # destroyed handle is undefined, and here the driver hands the handle to
+    # the next stream made, which a slow kernel keeps busy.
+    cupy = cuda_peer("cupy")
+    a = dlbridge.full(N, 1.0, dtype="float32", device="cuda")
     torch.cuda.synchronize()
-    assert doubled.min().item() == doubled.max().item() == 4.0
+    with cupy.cuda.Stream():
+        gone = cupy.cuda.get_current_stream().ptr
+        y = cupy.from_dlpack(a)
+        assert float(y.sum()) == N
+    cupy.cuda.Device().synchronize()
+    reborn = cupy.cuda.Stream(non_blocking=True)
+    if reborn.ptr != gone:
+        pytest.skip("the driver did not hand the destroyed stream's handle out again: the test shows nothing")
+    busy = torch.cuda.ExternalStream(reborn.ptr)
+    with torch.cuda.stream(busy):
+        torch.cuda._sleep(1)
+    busy.synchronize()
+    with torch.cuda.stream(busy):
+        torch.cuda._sleep(SLOW_CYCLES)
+    if recorded:
+        torch.cuda.default_stream().wait_stream(busy)
+    del y  # releases the capsule
+    if recorded:
+        assert not torch.cuda.default_stream().query()
+    else:
+        assert torch.cuda.default_stream().query(), "the release made the legacy stream wait on a stranger's stream"
+    busy.synchronize()
+    torch.cuda.synchronize()
 
 
 # -- Frees ordered after the consumer ---------------------------------------------------------
