@@ -12,6 +12,7 @@ import subprocess
 import sys
 import zipfile
 
+import pip
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -21,10 +22,18 @@ TOOLS = ["bash", "sed", "head", "tr", "grep", "cat", "mkdir", "dirname", "rm", "
 
 @pytest.fixture(scope="module")
 def bare_python(tmp_path_factory):
-    """An interpreter with the standard library and pip alone."""
+    """An interpreter with the standard library and pip alone (pip copied in:
+    ensurepip is not everywhere)."""
     venv = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
-    return venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True,
+                   timeout=300)
+    python = venv / "bin" / "python"
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    package = pathlib.Path(pip.__file__).parent
+    for path in [package, *package.parent.glob(f"pip-{pip.__version__}.dist-info")]:
+        shutil.copytree(path, pathlib.Path(site) / path.name)
+    return python
 
 
 @pytest.fixture
