@@ -19,7 +19,6 @@ import pytest
 import dlbridge
 from dlbridge.testing._abi import (FLAG_IS_COPIED, FLAG_READ_ONLY, INT32, DevicelessProducer, ManagedTensor, Producer,
                            capsule_name, stray_deleter_calls)
-from gpu import needs_no_gpu
 from messages import exactly
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -204,7 +203,7 @@ def test_is_copied_flag_is_accepted_and_writable():
 def test_copy_true_trusts_is_copied_and_does_not_copy_again():
     mt = ManagedTensor(range(4), flags=FLAG_IS_COPIED)
     producer, a = import_hand_built(mt, copy=True)
-    assert producer.calls == [{"max_version": (1, 3)}]  # copy=True is not passed on: see below
+    assert producer.calls == [{"max_version": (1, 3)}]  # never passed on (guide.md)
     assert a.data_ptr == mt.data_address
     assert mt.deleter_calls == 0
     del a
@@ -870,25 +869,3 @@ def test_cuda_producers_are_told_the_legacy_default_stream(device, stream):
     expected = {"max_version": (1, 3)} if stream is None else {"stream": stream, "max_version": (1, 3)}
     assert producer.calls == [expected]
     assert a.__dlpack_device__() == device
-
-
-@pytest.mark.parametrize("device, stream", [((1, 0), None), pytest.param((2, 0), 1, marks=needs_no_gpu),
-                                            pytest.param((13, 0), 1, marks=needs_no_gpu)],
-                         ids=["cpu", "cuda", "cuda_managed"])
-def test_copy_true_is_not_asked_of_the_producer(device, stream):
-    # dlbridge copies what the producer shares. Asked for a copy, a GPU
-    # producer may make it on its own stream after ordering the consumer's
-    # (PyTorch does): the consumer would read it before it is written.
-    mt = ManagedTensor(range(3), device=device)
-    producer = Producer(mt, device=device)
-    if device == (1, 0):
-        a = dlbridge.from_dlpack(producer, copy=True)
-        assert a.data_ptr != mt.data_address and a.tolist() == [0, 1, 2] and not a.readonly
-        del a
-    else:  # the copy needs a GPU; the producer was asked before it failed
-        with pytest.raises(RuntimeError, match=r"^no CUDA device is available \(.+\)$"):
-            dlbridge.from_dlpack(producer, copy=True)
-    expected = {"max_version": (1, 3)} if stream is None else {"stream": stream, "max_version": (1, 3)}
-    assert producer.calls == [expected]
-    collect()
-    assert mt.deleter_calls == 1
