@@ -80,16 +80,16 @@ cdef cpp.tensor _adopt_buffer(Py_buffer* view, cpp.dtype t, cpp.extents_t shape,
 def from_dlpack(x, /, *, device=None, copy=None):
     """An Array sharing the memory of any DLPack producer (array API).
 
-    Reads an exact ``numpy.ndarray``'s own fields where DLPack can carry it,
-    ``device`` is not given and ``copy`` is not True; uses the DLPack C
-    exchange API of ``type(x)`` when it has one (PyTorch does), and a JAX
-    host array's buffer, when ``device`` is not given and ``copy`` is not
-    True (a table's tensor flagged IS_COPIED is ValueError under
+    Where ``device`` is not given, reads an exact ``numpy.ndarray``'s own
+    fields where DLPack can carry it, uses the DLPack C exchange API of
+    ``type(x)`` when it has one (PyTorch does), and a JAX host array's
+    buffer (a table's tensor flagged IS_COPIED is ValueError under
     ``copy=False``); otherwise asks ``x.__dlpack__`` for a
     DLPack 1.3 capsule, falling back to the legacy protocol for producers
     older than DLPack 1.0 (a producer with no ``__dlpack_device__`` is
     taken too: its tensor says where the data is). ``copy=True`` always
-    copies (the result is writable); ``copy=False`` raises ValueError if a copy
+    copies (the result is writable), and dlbridge makes the copy: no
+    producer is asked for one; ``copy=False`` raises ValueError if a copy
     would be needed; ``device`` asks for the data on another device. An
     object with no ``__dlpack__`` is TypeError: ``asarray`` takes sequences,
     scalars and the other array protocols.
@@ -98,26 +98,25 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 cdef Array _from_dlpack(x, device, copy):
-    # The routes below take no copy: each serves copy None or False.
-    cdef bint sharing = device is None and (copy is None or copy is False)
-    if sharing and is_ndarray_type(Py_TYPE(x)):
+    # No producer is asked for a copy: copy=True takes what x shares and
+    # copies it here. A GPU producer's own copy would be made on its stream
+    # after it ordered ours (PyTorch's is), so ours would read it unwritten,
+    # and it would be freed without waiting for that read.
+    _require_copy_argument(copy)
+    cdef Array a = None
+    if device is None and is_ndarray_type(Py_TYPE(x)):
         a = _from_ndarray(x)  # its own fields, no capsule; None where __dlpack__ must answer
-        if a is not None:
-            return a
-    if sharing and not PyCapsule_CheckExact(x):
+    if a is None and device is None and not PyCapsule_CheckExact(x):
         a = from_exchange_api(x, copy is False)  # through type(x)'s DLPack C exchange API, when it has one
-        if a is not None:
-            return a
-        if _is_jax_array(Py_TYPE(x)):
+        if a is None and _is_jax_array(Py_TYPE(x)):
             a = _from_jax(x)  # None where JAX's buffer protocol cannot describe x
-            if a is not None:
-                return a
+    if a is not None:
+        return a.copy() if copy else a
     cdef bint copied = False
     cdef bint moving = False
     cdef optional[cpp.DLDevice] source
     cdef cpp.tensor t
     cdef Device target = None
-    _require_copy_argument(copy)
     if device is not None:
         target = as_device(device)
     if PyCapsule_CheckExact(x):
@@ -134,11 +133,11 @@ cdef Array _from_dlpack(x, device, copy):
         # producers are told so (stream 1), so that they order their own
         # streams' work before it. One with no __dlpack_device__ is told no
         # stream, which DLPack reads as that same stream on CUDA and ROCm
-        # (the producer may wait for more than it must). dlbridge moves data
-        # itself, so a copy asked of the producer would be a second one.
+        # (the producer may wait for more than it must). Only copy=False is
+        # passed on (see above).
         t = import_capsule(call_dlpack(x, _legacy_stream if source.has_value() and cpp.device(
                                            source.value().device_type, source.value().device_id).is_stream_ordered()
-                                       else None, None if moving else copy), &copied)
+                                       else None, False if copy is False else None), &copied)
         if not source.has_value():
             moving = _moving(t.get_device().type, t.get_device().id, target, copy)  # the tensor's device
         if t.get_device().type == cpp.kDLCUDAManaged:

@@ -9,7 +9,15 @@ out, and listed: each says where it is declared why the tool cannot run it as
 meant (a deliberate allocation failure, which memcheck reports as an API
 error; a control that needs two streams to race, which the tool serialises).
 
-usage: sanitize.py TOOL TEST_BINARY"""
+The suite runs whole, or in one of PARTS, each meant to fit one 10-minute
+command under any of the tools (tests/gpu/run's stages memcheck-PART, ...):
+the sweeps that launch the most kernels and the large tiled transposes
+(shared memory: racecheck's slowest), each alone, and the rest. doctest
+prints each test case's time (--duration), so that a part grown too slow
+shows what to move.
+
+usage: sanitize.py TOOL TEST_BINARY [PART]
+       sanitize.py --parts      (lists the parts)"""
 import os
 import shutil
 import subprocess
@@ -17,6 +25,10 @@ import sys
 
 EXCLUDED_SUITE = "not-under-compute-sanitizer"
 PRESENT = "[dlbridge] a CUDA device is present"
+SWEEPS = {"permutations": "*copied and cast on the GPU*", "casts": "*every pair of dtypes on the GPU*",
+          "transposes": "*large 2-D and batched transposes*"}
+PARTS = {name: [f"--test-case={pattern}"] for name, pattern in SWEEPS.items()}
+PARTS["rest"] = ["--test-case-exclude=" + ",".join(SWEEPS.values())]
 
 
 def device_and_excluded(binary):
@@ -61,7 +73,13 @@ def not_run(why):
 
 
 def main():
+    if sys.argv[1:] == ["--parts"]:
+        print(" ".join(PARTS))
+        return 0
+    if len(sys.argv) not in (3, 4) or (len(sys.argv) == 4 and sys.argv[3] not in PARTS):
+        sys.exit(f"usage: sanitize.py TOOL TEST_BINARY [PART], PART one of {', '.join(PARTS)}; got {sys.argv[1:]}")
     tool, binary = sys.argv[1], sys.argv[2]
+    part = PARTS[sys.argv[3]] if len(sys.argv) == 4 else []
     missing, excluded = device_and_excluded(binary)
     if missing is not None:
         return not_run(missing)
@@ -71,7 +89,7 @@ def main():
     command = [program, "--tool", tool, "--error-exitcode", "1"]
     if tool == "memcheck":
         command += ["--leak-check", "full"]
-    command += [binary, f"--test-suite-exclude={EXCLUDED_SUITE}"]
+    command += [binary, f"--test-suite-exclude={EXCLUDED_SUITE}", "--duration=true", *part]
     print(f"not run under compute-sanitizer (doctest suite {EXCLUDED_SUITE}; the reasons are in the sources):")
     for name in excluded:
         print(f"  {name}")

@@ -203,7 +203,7 @@ def test_is_copied_flag_is_accepted_and_writable():
 def test_copy_true_trusts_is_copied_and_does_not_copy_again():
     mt = ManagedTensor(range(4), flags=FLAG_IS_COPIED)
     producer, a = import_hand_built(mt, copy=True)
-    assert producer.calls == [{"max_version": (1, 3), "copy": True}]
+    assert producer.calls == [{"max_version": (1, 3)}]  # never passed on (guide.md)
     assert a.data_ptr == mt.data_address
     assert mt.deleter_calls == 0
     del a

@@ -136,14 +136,18 @@ def test_to_device_accepts_cuda_stream_objects():
 
 
 @needs_no_gpu
-def test_from_dlpack_copies_device_memory_the_producer_did_not_copy():
-    # The producer ignores copy=True; dlbridge then copies on the device
-    # itself, which here fails cleanly, and the producer's tensor is released.
-    mt = ManagedTensor(range(3), device=(2, 0))
-    producer = Producer(mt, device=(2, 0))
+@pytest.mark.parametrize("device", [(2, 0), (13, 0)], ids=["cuda", "cuda_managed"])
+def test_from_dlpack_copies_device_memory_the_producer_did_not_copy(device):
+    # copy=True is never passed to a producer: asked for a copy, a GPU
+    # producer may make it on its stream after ordering the consumer's
+    # (PyTorch does), and dlbridge would read it unwritten. dlbridge takes
+    # the shared tensor and copies it on the device itself, which here fails
+    # cleanly, and the producer's tensor is released.
+    mt = ManagedTensor(range(3), device=device)
+    producer = Producer(mt, device=device)
     with pytest.raises(RuntimeError, match=NO_DEVICE):
         dlbridge.from_dlpack(producer, copy=True)
-    assert producer.calls[-1]["copy"] is True
+    assert producer.calls == [{"stream": 1, "max_version": (1, 3)}]
     assert mt.deleter_calls == 1
 
 

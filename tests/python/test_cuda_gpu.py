@@ -234,13 +234,31 @@ def _busy_legacy_stream():
         torch.cuda._sleep(SLOW_CYCLES)
 
 
+def _busy_after_allocating(device):
+    """The control of a test that allocates `device` memory inside its race:
+    an allocation of that memory, made after the work queued on the legacy
+    stream. Where it waits for the GPU (a driver may make cudaHostAlloc or
+    cudaMallocManaged synchronise), the race cannot happen and the test
+    would pass without dlbridge waiting: skipped, saying so. The allocation
+    is returned, to be kept until the end: freeing pinned memory waits for
+    the GPU too."""
+    busy = torch.cuda.Event()
+    busy.record(torch.cuda.default_stream())
+    probe = dlbridge.empty(N, dtype="float32", device=device)
+    if busy.query():
+        pytest.skip(f"allocating {device} memory waited for the GPU here: no race to show")
+    return probe
+
+
 @pytest.mark.parametrize("device", ["cuda_host", "cuda_managed"])
 def test_fill_of_pinned_and_managed_memory_is_ready_for_the_host(device):
     dlbridge.full(N, 3.0, dtype="float32", device=device)
     _busy_legacy_stream()
+    probe = _busy_after_allocating(device)
     a = dlbridge.full(N, 3.0, dtype="float32", device=device)
     assert np.asarray(a).min() == 3.0  # the buffer protocol: no stream at all
     torch.cuda.synchronize()
+    del probe
 
 
 @pytest.mark.parametrize("device", ["cuda_host", "cuda_managed"])
@@ -248,10 +266,12 @@ def test_copies_into_pinned_and_managed_memory_are_ready_for_the_host(device):
     d = dlbridge.zeros(N, dtype="float32", device="cuda")
     d.to_device(device), dlbridge.asarray(d, dtype="float64", device=device)
     _slow_write(torch.from_dlpack(d), 1.0, torch.cuda.default_stream())  # on the legacy stream
+    probe = _busy_after_allocating(device)
     for out in (d.to_device(device), dlbridge.asarray(d, dtype="float64", device=device)):
         assert out.device == device
         assert np.asarray(out).min() == 1.0
     torch.cuda.synchronize()
+    del probe
 
 
 def test_copy_from_pinned_memory_is_done_before_the_host_writes_it_again():
@@ -298,6 +318,44 @@ def test_dlpack_import_with_a_copy_tells_the_producer_its_stream():
                      dlbridge.asarray(t, dtype="float64")):
             assert copy.data_ptr != t.data_ptr()
             assert values(copy) == [1.0] * N
+    torch.cuda.synchronize()
+
+
+class _Recording:
+    """A torch tensor behind a plain __dlpack__ (no exchange table), which
+    records the keywords it is called with."""
+
+    def __init__(self, t):
+        self.t, self.calls = t, []
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append(kwargs)
+        return self.t.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+@pytest.mark.parametrize("through", ["table", "dunder"])
+def test_copy_true_of_a_torch_tensor_is_made_by_dlbridge(through):
+    # Asked for a copy, PyTorch orders the consumer's stream after its
+    # current one and only then copies, on its current stream: a consumer
+    # would read that copy unwritten, and PyTorch frees it without waiting
+    # for the read. dlbridge takes the shared tensor and copies it itself.
+    t = torch.zeros(N, device="cuda")
+    side = torch.cuda.Stream()
+    _slow_write(t, 0.0, side)  # loads the kernels
+    side.synchronize()
+    source = t if through == "table" else _Recording(t)
+    dlbridge.from_dlpack(source, copy=True)
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(SLOW_CYCLES)
+        t.fill_(1.0)
+        copy = dlbridge.from_dlpack(source, copy=True)
+    assert copy.data_ptr != t.data_ptr()
+    assert values(copy) == [1.0] * N
+    if through == "dunder":
+        assert source.calls and all("copy" not in kwargs for kwargs in source.calls), source.calls
     torch.cuda.synchronize()
 
 

@@ -450,14 +450,15 @@ def test_an_override_added_later_is_seen():
     assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr
 
 
-def test_from_dlpack_with_device_or_copy_asks_dunder_dlpack():
+def test_from_dlpack_with_device_asks_dunder_dlpack_and_copy_copies_what_the_table_shares():
     kind, x = producer({})
     dlbridge.from_dlpack(x)
     assert len(kind.calls) == 0
-    copied = dlbridge.from_dlpack(x, copy=True)
-    assert len(kind.calls) == 1 and copied.data_ptr != x.data_ptr
+    copied = dlbridge.from_dlpack(x, copy=True)  # never asked of the producer (guide.md)
+    assert len(kind.calls) == 0 and copied.data_ptr != x.data_ptr and not copied.readonly
+    assert copied.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     dlbridge.from_dlpack(x, device="cpu")
-    assert len(kind.calls) == 2
+    assert len(kind.calls) == 1
 
 
 def test_from_dlpack_through_the_table_keeps_read_only():
