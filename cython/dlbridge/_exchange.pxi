@@ -390,5 +390,6 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy
     cdef void* stream = NULL
     if d.is_stream_ordered():
         _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
-        t = ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
+        with nogil:  # waits for the producer where the host may read next (pinned, managed)
+            t = ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
     return wrap(t)

@@ -298,3 +298,10 @@ def test_cuda_interface_stream_to_wait_for_without_a_gpu_is_a_clean_error(stream
 def test_cuda_interface_stream_of_an_empty_array_is_not_waited_for():
     empty = np.zeros(0, dtype=np.float32)
     assert dlbridge.asarray(CudaInterface(empty, data=(0, False), stream=12345)).shape == (0,)
+
+
+@needs_no_gpu
+def test_release_cuda_cache_without_a_gpu_releases_nothing():
+    assert "release_cuda_cache" in dlbridge.__all__
+    assert dlbridge.release_cuda_cache() == 0
+    assert dlbridge.release_cuda_cache() == 0  # and stays callable
