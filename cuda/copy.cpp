@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -115,28 +114,18 @@ void fill_bytes(const detail::strided_plan& plan, const unsigned char* pattern, 
   detail::launch_fill(plan, bytes, pattern, dst, stream);
 }
 
-// dlb::fill of `count` packed elements on the GPU. Their bits repeat every
-// lcm(bits, 8) bits (one byte of float4 pairs, three bytes of four float6):
-// that period is built on the host and repeated as an element of its own,
-// and the last, partial one (its spare bits zero, as on the CPU) written after.
+// dlb::fill of `count` packed elements on the GPU: the repeated period as
+// an element of its own, then the tail (detail::make_packed_fill).
 void fill_packed(dtype type, void* dst, std::int64_t count, const scalar& value, stream_t stream) {
-  const int bits = type.bits * type.lanes;
-  const int period_bits = std::lcm(bits, 8);
-  const std::int64_t per_period = period_bits / bits;
-  const auto period_bytes = std::size_t(period_bits / 8);
-  unsigned char period[8] = {};
-  dlb::fill(type, period, per_period, value);
-  const std::int64_t periods = count / per_period, rest = count % per_period;
-  if (periods > 0) {
-    const std::int64_t extent[] = {periods}, unit[] = {1};
-    fill_bytes(detail::make_strided_plan(extent, unit, {}), period, period_bytes, dst, stream);
+  const detail::packed_fill f = detail::make_packed_fill(type, count, value);
+  if (f.periods > 0) {
+    const std::int64_t extent[] = {f.periods}, unit[] = {1};
+    fill_bytes(detail::make_strided_plan(extent, unit, {}), f.period, f.period_bytes, dst, stream);
   }
-  if (rest > 0) {
-    unsigned char tail[8] = {};
-    dlb::fill(type, tail, rest, value);
+  if (f.tail_bytes > 0) {
     const std::int64_t one[] = {1};
-    fill_bytes(detail::make_strided_plan(one, one, {}), tail, std::size_t(type.storage_bytes(std::uint64_t(rest))),
-               at(dst, periods * std::int64_t(period_bytes)), stream);
+    fill_bytes(detail::make_strided_plan(one, one, {}), f.tail, f.tail_bytes,
+               at(dst, f.periods * std::int64_t(f.period_bytes)), stream);
   }
 }
 
