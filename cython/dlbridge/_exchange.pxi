@@ -80,9 +80,10 @@ cdef int _slot_allocate_with_gil(cpp.DLTensor* prototype, cpp.DLManagedTensorVer
             raise ValueError("managed_tensor_allocator: expected somewhere to put the tensor, got out=NULL")
         out[0] = NULL
         fields = _prototype_fields(prototype)
-        t = empty_on(cpp.device(fields.device.device_type, fields.device.device_id),
-                     cpp.extents_t(fields.shape, fields.ndim),
-                     cpp.dtype(fields.dtype.code, fields.dtype.bits, fields.dtype.lanes))
+        with nogil:  # a GPU out of memory waits for the GPU before its one retry
+            t = empty_on(cpp.device(fields.device.device_type, fields.device.device_id),
+                         cpp.extents_t(fields.shape, fields.ndim),
+                         cpp.dtype(fields.dtype.code, fields.dtype.bits, fields.dtype.lanes))
         out[0] = t.export_versioned(0)
         return 0
     except BaseException as e:

@@ -305,3 +305,29 @@ def test_release_cuda_cache_without_a_gpu_releases_nothing():
     assert "release_cuda_cache" in dlbridge.__all__
     assert dlbridge.release_cuda_cache() == 0
     assert dlbridge.release_cuda_cache() == 0  # and stays callable
+
+
+@needs_no_gpu
+@pytest.mark.parametrize("device", [(3, 0), (13, 0)], ids=["cuda_host", "cuda_managed"])
+def test_a_forked_child_does_not_read_cuda_memory_it_inherited(device):
+    # Host memory labelled pinned or managed stands in for the real thing:
+    # the parent (which asked CUDA for its devices at import) reads it; a
+    # child forked after that refuses to, before touching it.
+    import os
+
+    a = dlbridge.from_dlpack(Producer(ManagedTensor(range(3), device=device), device=device))
+    assert a.tolist() == [0.0, 1.0, 2.0]
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest, only an exit status
+        failures = 0
+        for read in (a.tolist, lambda: memoryview(a), lambda: a.__array_interface__):
+            try:
+                read()
+                failures |= 1
+            except BufferError as e:
+                failures |= 0 if "was inherited across fork() from a process that used CUDA" in str(e) else 2
+        del a
+        os._exit(failures)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert a.tolist() == [0.0, 1.0, 2.0]
