@@ -534,7 +534,7 @@ GPU_TEST_CASE("release_cached_memory hands the pool's unused memory back to the 
   CHECK(before >= block);  // kept, not yet handed back (it may reach the pool only when the free runs)
   const std::uint64_t released = cr::release_cached_memory();  // waits for that free first
   CHECK(released >= block);
-  CHECK(reserved() + released == before);
+  CHECK(reserved() + block <= before);
   CHECK(kept.data() != nullptr);  // memory in use stays
   CHECK(cr::release_cached_memory() == 0);  // nothing left to give
 }
