@@ -7,12 +7,11 @@ array library.
 """
 import os as _os
 
+from dlbridge._array import _version as __version__
 from dlbridge._array import (Array, asarray, build_info, empty, from_dlpack, full, get_copy_threads, release_cuda_cache,
                              set_copy_threads, zeros)
 from dlbridge._signatures import annotate
 from dlbridge._types import Device, DeviceType, DType
-
-__version__ = build_info()["version"]
 
 __all__ = [
     "Array", "DType", "Device", "DeviceType", "annotate", "asarray", "build_info", "empty", "from_dlpack",

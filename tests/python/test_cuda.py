@@ -331,3 +331,22 @@ def test_a_forked_child_does_not_read_cuda_memory_it_inherited(device):
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     assert a.tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.skipif(not INFO["cuda"], reason="dlbridge was built without the CUDA backend (no nvcc)")
+def test_importing_dlbridge_asks_cuda_nothing():
+    # The CUDA runtime loads the driver (libcuda.so.1, present or not) at its
+    # first call, and a process whose CUDA is initialised cannot fork children
+    # that use it: only build_info() and GPU work may ask. LD_DEBUG shows the load.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, dlbridge; sys.stderr.write('-- imported --\\n'); sys.stderr.flush(); "
+            "dlbridge.build_info()")
+    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "LD_DEBUG": "libs"}, capture_output=True,
+                         text=True, check=True)
+    imported, marker, asked = run.stderr.partition("-- imported --\n")
+    assert marker, run.stderr[-2000:]
+    assert "find library=libcuda.so.1" not in imported
+    assert "find library=libcuda.so.1" in asked  # the control: the load is seen where it happens

@@ -222,6 +222,24 @@ def test_host_waits_release_the_gil():
 
 # -- fork() -----------------------------------------------------------------------------
 
+def test_a_child_forked_after_a_mere_import_may_use_cuda():
+    # Apart, since this process has used CUDA: the parent only imports dlbridge.
+    import subprocess
+    import sys
+
+    code = """if True:
+        import os
+        import dlbridge
+        pid = os.fork()
+        if pid == 0:
+            a = dlbridge.full(3, 2.0, dtype="float32", device="cuda")
+            os._exit(0 if a.to_device("cpu").tolist() == [2.0] * 3 else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    """
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
 def test_a_child_forked_after_cuda_was_used_refuses_it_cleanly():
     import os
 
