@@ -102,6 +102,33 @@ void download(const tensor& src, const tensor& dst, stream_t stream) {
   dlb::copy_strided(host.shape(), host.type(), host.data(), host.strides(), dst.data(), dst.strides());
 }
 
+// Writes the `bytes` bytes of `pattern` to every element of the plan: one
+// cudaMemsetAsync where they are one run of a repeated byte, else the fill kernel.
+void fill_bytes(const detail::strided_plan& plan, const unsigned char* pattern, std::size_t bytes, void* dst,
+                stream_t stream) {
+  const bool one_run = plan.ndim == 0 || (plan.ndim == 1 && plan.dst[0] == 1);
+  if (one_run && std::all_of(pattern, pattern + bytes, [&](unsigned char b) { return b == pattern[0]; })) {
+    const std::size_t total = std::size_t(plan.count) * bytes;
+    return throw_on_error(cudaMemsetAsync(dst, pattern[0], total, stream), "cudaMemsetAsync(" + std::to_string(total) + " bytes)");
+  }
+  detail::launch_fill(plan, bytes, pattern, dst, stream);
+}
+
+// dlb::fill of `count` packed elements on the GPU: the repeated period as
+// an element of its own, then the tail (detail::make_packed_fill).
+void fill_packed(dtype type, void* dst, std::int64_t count, const scalar& value, stream_t stream) {
+  const detail::packed_fill f = detail::make_packed_fill(type, count, value);
+  if (f.periods > 0) {
+    const std::int64_t extent[] = {f.periods}, unit[] = {1};
+    fill_bytes(detail::make_strided_plan(extent, unit, {}), f.period, f.period_bytes, dst, stream);
+  }
+  if (f.tail_bytes > 0) {
+    const std::int64_t one[] = {1};
+    fill_bytes(detail::make_strided_plan(one, one, {}), f.tail, f.tail_bytes,
+               at(dst, f.periods * std::int64_t(f.period_bytes)), stream);
+  }
+}
+
 }  // namespace
 
 void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_t stream) {
@@ -144,19 +171,15 @@ void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_st
 void fill(extents_t shape, dtype type, void* dst, extents_t dst_strides, const scalar& value, stream_t stream) {
   require_device();
   require_supported(type);
-  if (type.is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
   const std::int64_t count = require_layout(shape, type, dst_strides, dst_strides);
   if (count == 0) return;
+  if (type.is_subbyte()) {
+    require_packed_contiguous(type, shape, dst_strides);
+    return fill_packed(type, dst, count, value, stream);
+  }
   alignas(16) unsigned char pattern[16] = {};
   store(type, pattern, value);
-  const std::size_t bytes = type.itemsize();
-  const auto plan = detail::make_strided_plan(shape, dst_strides, {});
-  const bool one_run = plan.ndim == 0 || (plan.ndim == 1 && plan.dst[0] == 1);
-  if (one_run && std::all_of(pattern, pattern + bytes, [&](unsigned char b) { return b == pattern[0]; })) {
-    const std::size_t total = std::size_t(count) * bytes;
-    return throw_on_error(cudaMemsetAsync(dst, pattern[0], total, stream), "cudaMemsetAsync(" + std::to_string(total) + " bytes)");
-  }
-  detail::launch_fill(plan, bytes, pattern, dst, stream);
+  fill_bytes(detail::make_strided_plan(shape, dst_strides, {}), pattern, type.itemsize(), dst, stream);
 }
 
 void copy(const tensor& src, const tensor& dst, stream_t stream) {
@@ -192,8 +215,11 @@ void fill(const tensor& dst, const scalar& value, stream_t stream) {
   require_device();
   if (dst.readonly()) throw std::invalid_argument("fill: the destination is read-only");
   if (kind_of(dst, "destination") == memory_kind::pageable) {
-    if (dst.type().is_subbyte()) throw std::invalid_argument("fill: packed sub-byte dtypes are not supported on the GPU");
     require_supported(dst.type());
+    if (dst.type().is_subbyte()) {
+      require_packed_contiguous(dst.type(), dst.shape(), dst.strides());
+      return dlb::fill(dst.type(), dst.data(), dst.size(), value);
+    }
     alignas(16) unsigned char pattern[16] = {};
     store(dst.type(), pattern, value);
     const std::array<std::int64_t, max_ndim> zeros{};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "dlbridge/cuda/error.hpp"
 #include "dlbridge/cuda/runtime.hpp"
@@ -94,13 +95,20 @@ __global__ void cast_to_packed_kernel(const __grid_constant__ strided_plan plan,
   }
 }
 
-// Launches report errors through cudaGetLastError(), so clear what an earlier
-// call (ours already reported, or a caller's) left there before launching.
-void clear_last_error() { (void)cudaGetLastError(); }
-
-void require_launched(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) throw_on_error(status, std::string(kernel) + "<<<>>>");
+// Launches `kernel` and reads the launch's own status, as cudaLaunchKernelEx
+// returns it: the thread's last error is neither cleared before (an error
+// another library left pending there stays for it to read) nor read after
+// (where such a pending error would pass for ours). A sticky error returned
+// here surfaced at the launch but was caused by an earlier fault; its message
+// says so (error_message).
+template <class... Params, class... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 blocks, dim3 threads, cudaStream_t stream,
+            Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = blocks;
+  config.blockDim = threads;
+  config.stream = stream;
+  throw_on_error(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), std::string("launching ") + name);
 }
 
 template <std::size_t Bytes>
@@ -113,13 +121,11 @@ void copy_words(const strided_plan& plan, void* dst, const void* src, cudaStream
     const dim3 blocks(unsigned(std::min<std::int64_t>(grid.col_tiles, max_blocks)),
                       unsigned(std::min<std::int64_t>(grid.row_tiles, max_blocks)),
                       unsigned(std::min<std::int64_t>(grid.batches, max_blocks)));
-    clear_last_error();
-    tile_kernel<W><<<blocks, dim3(tile_dim, tile_rows), 0, stream>>>(*tiled, grid, d, s);
-    return require_launched("dlbridge tiled transpose kernel");
+    return launch("dlbridge tiled transpose kernel", tile_kernel<W>, blocks, dim3(tile_dim, tile_rows), stream, *tiled,
+                  grid, d, s);
   }
-  clear_last_error();
-  copy_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, make_index_divisors(plan), d, s);
-  require_launched("dlbridge strided copy kernel");
+  launch("dlbridge strided copy kernel", copy_kernel<W>, dim3(unsigned(blocks_for(plan.count))), dim3(threads_per_block),
+         stream, plan, make_index_divisors(plan), d, s);
 }
 
 template <std::size_t Bytes>
@@ -127,10 +133,8 @@ void fill_words(const strided_plan& plan, const void* value, void* dst, cudaStre
   using W = typename word_of<Bytes>::type;
   W word;
   std::memcpy(&word, value, Bytes);
-  clear_last_error();
-  fill_kernel<W><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, make_index_divisors(plan), word,
-                                                                                     static_cast<W*>(dst));
-  require_launched("dlbridge fill kernel");
+  launch("dlbridge fill kernel", fill_kernel<W>, dim3(unsigned(blocks_for(plan.count))), dim3(threads_per_block), stream,
+         plan, make_index_divisors(plan), word, static_cast<W*>(dst));
 }
 
 template <bool Aligned>
@@ -139,14 +143,11 @@ void cast_elements(const strided_plan& plan, dtype from, dtype to, unsigned char
   const index_divisors divisors = make_index_divisors(plan);
   if (to.is_subbyte()) {
     const auto bytes = std::int64_t(to.storage_bytes(std::uint64_t(plan.count)));
-    clear_last_error();
-    cast_to_packed_kernel<Aligned>
-        <<<unsigned(blocks_for(bytes)), threads_per_block, 0, stream>>>(plan, divisors, from, to, bytes, dst, src);
-    return require_launched("dlbridge packed cast kernel");
+    return launch("dlbridge packed cast kernel", cast_to_packed_kernel<Aligned>, dim3(unsigned(blocks_for(bytes))),
+                  dim3(threads_per_block), stream, plan, divisors, from, to, bytes, dst, src);
   }
-  clear_last_error();
-  cast_kernel<Aligned><<<unsigned(blocks_for(plan.count)), threads_per_block, 0, stream>>>(plan, divisors, from, to, dst, src);
-  require_launched("dlbridge cast kernel");
+  launch("dlbridge cast kernel", cast_kernel<Aligned>, dim3(unsigned(blocks_for(plan.count))), dim3(threads_per_block),
+         stream, plan, divisors, from, to, dst, src);
 }
 
 }  // namespace

@@ -25,6 +25,8 @@ std::size_t allocation_bytes(extents_t shape, dtype type) {
 
 // Release callbacks run on any thread, may run after the runtime is gone and
 // must not throw: errors are dropped (and cleared from the thread's last error).
+// In a child forked after CUDA was initialised they free nothing: CUDA calls
+// are undefined there, and the memory is the parent's to free.
 struct device_block {
   void* memory;
   int device;
@@ -33,6 +35,10 @@ struct device_block {
 
 void release_device(void* ctx) noexcept {
   auto* block = static_cast<device_block*>(ctx);
+  if (forked_after_init()) {
+    delete block;
+    return;
+  }
   int previous = -1;
   if (cudaGetDevice(&previous) != cudaSuccess || previous == block->device || cudaSetDevice(block->device) != cudaSuccess)
     previous = -1;
@@ -42,11 +48,11 @@ void release_device(void* ctx) noexcept {
 }
 
 void release_pinned(void* memory) noexcept {
-  if (cudaFreeHost(memory) != cudaSuccess) (void)cudaGetLastError();
+  if (!forked_after_init() && cudaFreeHost(memory) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void release_managed(void* memory) noexcept {
-  if (cudaFree(memory) != cudaSuccess) (void)cudaGetLastError();
+  if (!forked_after_init() && cudaFree(memory) != cudaSuccess) (void)cudaGetLastError();
 }
 
 std::string bytes_call(const char* function, std::size_t bytes) {
@@ -84,13 +90,53 @@ cudaMemPool_t make_pool(int device) {
   return pool;
 }
 
+// dlbridge's pools, by device (null until first used); never destroyed, as
+// releases may come at exit.
+struct pools {
+  std::mutex guard;
+  std::vector<cudaMemPool_t> by_device;
+};
+pools& all_pools() {
+  static pools p;
+  return p;
+}
+
+std::uint64_t reserved_bytes(cudaMemPool_t pool) {
+  std::uint64_t bytes = 0;
+  throw_on_error(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes),
+                 "cudaMemPoolGetAttribute(cudaMemPoolAttrReservedMemCurrent)");
+  return bytes;
+}
+
+// Gives the memory `pool` holds and no allocation uses back to the driver.
+// Memory freed in stream order goes back to the pool only when its stream
+// reaches the free, so the device is waited for first.
+std::uint64_t trim(cudaMemPool_t pool, int device) {
+  const device_guard on(device);
+  throw_on_error(cudaDeviceSynchronize(), "cudaDeviceSynchronize()");
+  const std::uint64_t before = reserved_bytes(pool);
+  throw_on_error(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo(0)");
+  const std::uint64_t after = reserved_bytes(pool);
+  return before > after ? before - after : 0;
+}
+
 }  // namespace
+
+std::uint64_t release_cached_memory() {
+  if (!device_usable()) return 0;  // no device, no pool
+  pools& p = all_pools();
+  const std::lock_guard lock(p.guard);
+  std::uint64_t released = 0;
+  for (std::size_t device = 0; device < p.by_device.size(); ++device)
+    if (p.by_device[device] != nullptr) released += trim(p.by_device[device], int(device));
+  return released;
+}
 
 mem_pool_t device_pool(int device) {
   require_device();
-  static std::mutex guard;
-  static std::vector<cudaMemPool_t> pools;  // by device; never destroyed, as releases may come at exit
-  const std::lock_guard lock(guard);
+  pools& p = all_pools();
+  const std::lock_guard lock(p.guard);
+  std::vector<cudaMemPool_t>& pools = p.by_device;
   if (pools.empty()) {
     int count = 0;
     throw_on_error(cudaGetDeviceCount(&count), "cudaGetDeviceCount()");
@@ -109,12 +155,25 @@ tensor empty_device(extents_t shape, dtype type, stream_t stream) {
   if (bytes == 0) return tensor::adopt(nullptr, type, {kDLCUDA, device}, shape, {}, false, nullptr, nullptr);
   const cudaMemPool_t pool = device_pool(device);
   auto* block = new device_block{nullptr, device, stream};
-  if (const cudaError_t status = cudaMallocFromPoolAsync(&block->memory, bytes, pool, stream); status != cudaSuccess) {
+  cudaError_t status = cudaMallocFromPoolAsync(&block->memory, bytes, pool, stream);
+  if (status == cudaErrorMemoryAllocation) {
+    // The pool keeps what it frees, which the driver can no longer hand to
+    // this allocation's size (nor to other libraries): give it back, once.
+    (void)cudaGetLastError();
+    try {
+      (void)release_cached_memory();
+    } catch (...) {
+      delete block;
+      throw;
+    }
+    status = cudaMallocFromPoolAsync(&block->memory, bytes, pool, stream);
+  }
+  if (status != cudaSuccess) {
     delete block;
     throw_on_error(status, bytes_call("cudaMallocFromPoolAsync", bytes));
   }
   if (type.is_subbyte()) {
-    if (const cudaError_t status = cudaMemsetAsync(block->memory, 0, bytes, stream); status != cudaSuccess) {
+    if (status = cudaMemsetAsync(block->memory, 0, bytes, stream); status != cudaSuccess) {
       release_device(block);
       throw_on_error(status, bytes_call("cudaMemsetAsync", bytes));
     }

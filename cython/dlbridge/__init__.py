@@ -7,16 +7,16 @@ array library.
 """
 import os as _os
 
-from dlbridge._array import (Array, asarray, build_info, empty, from_dlpack, full, get_copy_threads, set_copy_threads,
-                             zeros)
+from dlbridge._array import _version as __version__
+from dlbridge._array import (Array, asarray, build_info, empty, from_dlpack, full, get_copy_threads, release_cuda_cache,
+                             set_copy_threads, zeros)
 from dlbridge._signatures import annotate
 from dlbridge._types import Device, DeviceType, DType
 
-__version__ = build_info()["version"]
-
 __all__ = [
     "Array", "DType", "Device", "DeviceType", "annotate", "asarray", "build_info", "empty", "from_dlpack",
-    "full", "get_cmake_dir", "get_copy_threads", "get_include", "get_pkgconfig_dir", "set_copy_threads", "zeros",
+    "full", "get_cmake_dir", "get_copy_threads", "get_include", "get_pkgconfig_dir", "release_cuda_cache",
+    "set_copy_threads", "zeros",
 ]
 
 

@@ -28,7 +28,7 @@ from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_C
                              PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE)
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
@@ -57,13 +57,15 @@ def _reads_ndarray_fields(x):
 
 
 cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
-    cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error
-    void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error
+    cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error nogil
+    void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error nogil
     cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
     cpp.tensor lend(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.tensor ordered_import(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     void order_after_producer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.device cuda_pointer_device(const void*) except +raise_python_error
+    cbool inherited_across_fork(const cpp.tensor&) noexcept
+    uint64_t _release_cuda_cache "dlb::python::release_cuda_cache"() except +raise_python_error nogil
 
 
 # Copies of more bytes than this release the GIL.
@@ -179,6 +181,10 @@ cdef _require_host(Array a, str what):
     _require(a)
     if not a.t.get_device().is_host_accessible():
         raise BufferError(f"{what} needs host-accessible memory; this array is on {a.device}")
+    if inherited_across_fork(a.t):
+        raise BufferError(f"{what}: this array's {a.device} memory was inherited across fork() from a process that "
+                          f"used CUDA, and is not mapped in this one; start workers with the 'spawn' or "
+                          f"'forkserver' method")
 
 
 cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
@@ -672,6 +678,7 @@ include "_arguments.pxi"
 include "_build_info.pxi"
 include "_copy_threads.pxi"
 include "_creation.pxi"
+include "_cuda_cache.pxi"
 include "_exchange.pxi"
 include "_importers.pxi"
 include "_indexing.pxi"

@@ -19,6 +19,12 @@ cdef extern from "dlbridge/version.hpp" namespace "dlb":
     const char* version
 
 
+# dlbridge.__version__ alone: importing dlbridge asks CUDA nothing (build_info()
+# does, and a process whose CUDA was initialised cannot fork children that use
+# it), so that a process that never uses a GPU can.
+_version = version.decode()
+
+
 def build_info():
     """A dict describing this build: ``version``, ``dlpack_version``,
     ``compiler``, ``cpp_std``, ``cuda`` (backend compiled in),

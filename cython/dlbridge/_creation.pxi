@@ -51,8 +51,13 @@ cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
     cdef cpp.device where = cpp.device(cpp.kDLCPU, 0) if device is None else as_device(device).value
     shape, nbytes = _checked_shape(shape, dt, name)
     cdef vector[int64_t] dims = shape
+    cdef cpp.tensor t
     try:
-        return empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value)
+        if where.type == cpp.kDLCPU:
+            return empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value)
+        with nogil:  # a CUDA allocation may wait for the GPU (pinned, managed, out of memory)
+            t = empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value)
+        return t
     except MemoryError:
         raise MemoryError(f"{name}: cannot allocate {nbytes} bytes for shape {shape} of {dt.name}") from None
 
@@ -72,8 +77,10 @@ def empty(shape, *, dtype=None, device=None):
 def zeros(shape, *, dtype=None, device=None):
     """A new C-contiguous array of zero bits (float64 by default)."""
     cdef cpp.tensor t = _allocate(shape, as_dtype("float64" if dtype is None else dtype), device, "zeros")
+    cdef cpp.scalar zero = _zero_bits(t.type())
     if t.get_device().type != cpp.kDLCPU:
-        fill_on_device(t, _zero_bits(t.type()))
+        with nogil:  # waits for the GPU in pinned and managed memory
+            fill_on_device(t, zero)
         return wrap(t)
     with nogil:
         memset(t.data(), 0, t.nbytes())
@@ -92,7 +99,8 @@ def full(shape, fill_value, *, dtype=None, device=None):
     if n == 0:
         return wrap(t)
     if t.get_device().type != cpp.kDLCPU:
-        fill_on_device(t, value)
+        with nogil:  # waits for the GPU in pinned and managed memory
+            fill_on_device(t, value)
         return wrap(t)
     with nogil:
         cpp.fill(dt.value, t.data(), n, value)

@@ -88,9 +88,10 @@ cdef int _slot_allocate_with_gil(cpp.DLTensor* prototype, cpp.DLManagedTensorVer
             raise ValueError("managed_tensor_allocator: expected somewhere to put the tensor, got out=NULL")
         out[0] = NULL
         fields = _prototype_fields(prototype)
-        t = empty_on(cpp.device(fields.device.device_type, fields.device.device_id),
-                     cpp.extents_t(fields.shape, fields.ndim),
-                     cpp.dtype(fields.dtype.code, fields.dtype.bits, fields.dtype.lanes))
+        with nogil:  # a GPU out of memory waits for the GPU before its one retry
+            t = empty_on(cpp.device(fields.device.device_type, fields.device.device_id),
+                         cpp.extents_t(fields.shape, fields.ndim),
+                         cpp.dtype(fields.dtype.code, fields.dtype.bits, fields.dtype.lanes))
         out[0] = t.export_versioned(0)
         return 0
     except BaseException as e:
@@ -398,5 +399,6 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy
     cdef void* stream = NULL
     if d.is_stream_ordered():
         _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
-        t = ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
+        with nogil:  # waits for the producer where the host may read next (pinned, managed)
+            t = ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
     return wrap(t)

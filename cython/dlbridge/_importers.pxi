@@ -141,7 +141,8 @@ cdef Array _from_dlpack(x, device, copy):
         if not source.has_value():
             moving = _moving(t.get_device().type, t.get_device().id, target, copy)  # the tensor's device
         if t.get_device().type == cpp.kDLCUDAManaged:
-            order_after_producer(t, cpp.legacy_default_stream)  # the host may read it next
+            with nogil:  # the host may read it next: waits for the GPU
+                order_after_producer(t, cpp.legacy_default_stream)
     if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
         if not moving:
             raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
@@ -450,7 +451,8 @@ cdef Array _from_cuda_array_interface(obj, interface):
         # The producer's work may still be queued on its stream: the legacy
         # default stream waits for it (the host too, for pinned and managed
         # memory). No stream: the producer says the data is ready.
-        order_after_producer(out, producer)
+        with nogil:
+            order_after_producer(out, producer)
     return wrap(out)
 
 

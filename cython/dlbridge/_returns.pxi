@@ -120,12 +120,15 @@ cdef object wrap_like(cpp.tensor& t, object like):
 
 cdef int _slot_zeros(cpp.device where, const int64_t* shape, int32_t ndim, cpp.dtype type,
                      cpp.tensor* out) noexcept:
+    cdef cpp.scalar zero
     try:
         if out == NULL:
             raise ValueError("zeros_like: expected a dlb::tensor to fill, got out=NULL")
         try:
-            out[0] = empty_on(where, cpp.extents_t(shape, ndim), type)
-            fill_on_device(out[0], _zero_bits(type))
+            zero = _zero_bits(type)
+            with nogil:  # waits for the GPU in pinned and managed memory
+                out[0] = empty_on(where, cpp.extents_t(shape, ndim), type)
+                fill_on_device(out[0], zero)
         except (RuntimeError, ValueError) as e:
             raise BufferError(f"zeros_like: cannot allocate memory on {device_from_cpp(where)}: {e}") from None
         return 0

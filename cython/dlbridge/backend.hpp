@@ -8,6 +8,7 @@
 
 #include "dlbridge/host_copy.hpp"
 #include "dlbridge/element.hpp"
+#include "dlbridge/python.hpp"
 #include "dlbridge/stream.hpp"
 #include "dlbridge/tensor.hpp"
 #if DLBRIDGE_HAVE_CUDA
@@ -26,6 +27,22 @@ namespace dlb::python {
 }
 #endif
 
+#if DLBRIDGE_HAVE_CUDA
+namespace detail {
+inline void release_outside_gil(void* held) noexcept {
+  without_gil([held] { delete static_cast<tensor*>(held); });
+}
+}  // namespace detail
+
+// t, whose release frees its memory with the GIL released where the
+// releasing thread holds it: freeing pinned or managed memory waits for the
+// GPU, and the last reference may go anywhere (an Array, a consumer's
+// deleter, a capsule).
+inline tensor released_outside_gil(const tensor& t) {
+  return t.kept_by(detail::release_outside_gil, new tensor(t));
+}
+#endif
+
 // New C-contiguous, uninitialised memory on `where`. Throws
 // dlb::cuda_unavailable ("no CUDA device is available (...)") where CUDA is
 // asked for and no device is usable, and std::invalid_argument for devices
@@ -39,8 +56,8 @@ inline tensor empty_on(device where, extents_t shape, dtype type) {
       const cuda_runtime::device_guard on(where.id);
       return cuda_runtime::empty_device(shape, type);
     }
-    case kDLCUDAHost: return cuda_runtime::empty_pinned(shape, type);
-    case kDLCUDAManaged: return cuda_runtime::empty_managed(shape, type);
+    case kDLCUDAHost: return released_outside_gil(cuda_runtime::empty_pinned(shape, type));
+    case kDLCUDAManaged: return released_outside_gil(cuda_runtime::empty_managed(shape, type));
 #else
     case kDLCUDA:
     case kDLCUDAHost:
@@ -63,6 +80,28 @@ inline tensor empty_on(device where, extents_t shape, dtype type) {
 // Whether the host reads t's memory directly while GPU work may use it.
 [[nodiscard]] inline bool is_pinned_or_managed(const tensor& t) noexcept {
   return t.device().is_cuda_memory() && t.device().is_host_accessible();
+}
+
+// Whether t is CUDA memory this process inherited across fork() from a parent
+// that used CUDA: the driver's mappings of it do not survive the fork, so the
+// host must not read it either.
+[[nodiscard]] inline bool inherited_across_fork([[maybe_unused]] const tensor& t) noexcept {
+#if DLBRIDGE_HAVE_CUDA
+  return t.device().is_cuda_memory() && cuda_runtime::forked_after_init();
+#else
+  return false;
+#endif
+}
+
+// Gives the device memory dlbridge's pools keep unused back to the driver
+// (cuda_runtime::release_cached_memory) and returns its bytes; 0 without the
+// backend or a usable device.
+inline std::uint64_t release_cuda_cache() {
+#if DLBRIDGE_HAVE_CUDA
+  return cuda_runtime::release_cached_memory();
+#else
+  return 0;
+#endif
 }
 
 // Makes `waiter` wait, without blocking the host, for the work queued so far

@@ -96,6 +96,25 @@ inline void release_buffer(void* view) {
   std::free(view);
 }
 
+// Runs `f` with the GIL released where this thread holds it: for releases
+// that wait for the GPU (cudaFreeHost, cudaFree), which would stall every
+// Python thread, and deadlock on a stream whose host callback needs the GIL.
+// A release runs with or without the GIL, so it asks (without failing where
+// the GIL is not held); while the interpreter finalizes it keeps the GIL, as
+// a thread other than the main one could not take it back.
+template <class F>
+void without_gil(F&& f) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool held = Py_IsInitialized() && !Py_IsFinalizing() && PyThreadState_GetUnchecked() != nullptr;
+#else
+  const bool held = Py_IsInitialized() && !_Py_IsFinalizing() && _PyThreadState_UncheckedGet() != nullptr;
+#endif
+  if (!held) return f();
+  PyThreadState* const saved = PyEval_SaveThread();
+  f();
+  PyEval_RestoreThread(saved);
+}
+
 inline constexpr auto release_versioned = release_managed<DLManagedTensorVersioned>;
 inline constexpr auto release_legacy = release_managed<DLManagedTensor>;
 

@@ -3,6 +3,8 @@
 // cast kernels against the CPU engine, and stream ordering.
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -310,6 +312,41 @@ GPU_TEST_CASE("fill writes the element store() makes, through memset, words and 
   }
 }
 
+GPU_TEST_CASE("fill of packed float4 and float6 writes what dlb::fill writes, spare bits zero, nothing past the end") {
+  cr::stream s;
+  std::mt19937_64 rng(27);
+  const dlb::dtype types[] = {{dlb::kDLFloat4_e2m1fn, 4}, {dlb::kDLFloat6_e2m3fn, 6}, {dlb::kDLFloat6_e3m2fn, 6}};
+  const dlb::scalar values[] = {dlb::scalar::from_int(0), dlb::scalar::from_real(1.5), dlb::scalar::from_real(-3)};
+  for (const dlb::dtype type : types) {
+    for (const std::int64_t count : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 1001, 4096 + 3}) {
+      for (const dlb::scalar& value : values) {
+        const auto bytes = std::size_t(type.storage_bytes(std::uint64_t(count)));
+        auto expected = random_bytes(rng, bytes + 1);  // one byte past the end, which must stay
+        device_bytes d(expected.size(), s.get());
+        cr::memcpy_async(d.get(), expected.data(), expected.size(), s.get());
+        dlb::fill(type, expected.data(), count, value);
+        const std::array<std::int64_t, 1> shape{count}, strides{1};
+        cr::fill(shape, type, d.get(), strides, value, s.get());
+        std::vector<std::uint8_t> got(expected.size());
+        cr::memcpy_async(got.data(), d.get(), got.size(), s.get());
+        s.synchronize();
+        CAPTURE(type.code);
+        CAPTURE(count);
+        REQUIRE(got == expected);
+      }
+    }
+  }
+  // Pinned and managed memory through the tensor call.
+  for (const auto& t : {cr::empty_pinned(std::array<std::int64_t, 2>{3, 5}, types[1]),
+                        cr::empty_managed(std::array<std::int64_t, 2>{3, 5}, types[1])}) {
+    cr::fill(t, dlb::scalar::from_real(0.5), s.get());
+    s.synchronize();
+    std::vector<std::uint8_t> expected(std::size_t(t.nbytes()));
+    dlb::fill(t.type(), expected.data(), t.size(), dlb::scalar::from_real(0.5));
+    CHECK(std::memcmp(t.data(), expected.data(), expected.size()) == 0);
+  }
+}
+
 GPU_TEST_CASE("float32 <-> float16 / bfloat16 casts on the GPU match element.hpp bit for bit") {
   cr::stream s;
   for (const dlb::dtype half : {dlb::dtype{dlb::kDLFloat, 16}, dlb::dtype{dlb::kDLBfloat, 16}}) {
@@ -551,9 +588,79 @@ GPU_TEST_CASE("bad arguments are std::invalid_argument, not CUDA errors") {
   CHECK_THROWS_WITH_AS(cr::copy_strided(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), strided, e.data(), strided,
                                         cr::legacy_stream()),
                        "packed sub-byte data must be C-contiguous, got strides (2,)", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(cr::fill(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), std::array<std::int64_t, 1>{1},
-                                dlb::scalar::from_real(1), cr::legacy_stream()),
-                       "fill: packed sub-byte dtypes are not supported on the GPU", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cr::fill(shape, {dlb::kDLFloat4_e2m1fn, 4}, d.data(), strided, dlb::scalar::from_real(1),
+                                cr::legacy_stream()),
+                       "packed sub-byte data must be C-contiguous, got strides (2,)", std::invalid_argument);
+}
+
+// Not under compute-sanitizer, which does not follow a forked child.
+GPU_TEST_CASE("a child forked after CUDA was used refuses CUDA, and lets its inherited memory go without it" *
+              dlb_test::not_under_sanitizer) {
+  const std::array<std::int64_t, 1> shape{1024};
+  auto* inherited = new std::vector<dlb::tensor>{cr::empty_device(shape, dlb::dtype_of<float>),
+                                                 cr::empty_pinned(shape, dlb::dtype_of<float>),
+                                                 cr::empty_managed(shape, dlb::dtype_of<float>)};
+  cr::synchronize(cr::legacy_stream());
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int failures = 0;
+    try {
+      (void)cr::empty_device(shape, dlb::dtype_of<float>);
+      failures |= 1;
+    } catch (const dlb::cuda_unavailable& e) {
+      if (std::string(e.what()).find("forked after CUDA was initialised") == std::string::npos) failures |= 1;
+    }
+    if (cr::pointer_device(inherited->at(1).data()) != dlb::device{dlb::kDLCPU, 0}) failures |= 2;
+    delete inherited;  // cudaFreeAsync, cudaFreeHost, cudaFree would be undefined here: none is called
+    _exit(failures);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  delete inherited;  // the parent's memory is still the parent's
+  CHECK_NOTHROW(cr::synchronize(cr::legacy_stream()));
+}
+
+GPU_TEST_CASE("release_cached_memory hands the pool's unused memory back to the driver") {
+  const auto pool = reinterpret_cast<cudaMemPool_t>(cr::device_pool(cr::current_device()));
+  const auto reserved = [&] {
+    std::uint64_t bytes = 0;
+    REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes) == cudaSuccess);
+    return bytes;
+  };
+  const std::uint64_t block = std::uint64_t(64) << 20;
+  const auto kept = cr::empty_device(std::array<std::int64_t, 1>{4096}, dlb::dtype_of<std::uint8_t>);
+  (void)cr::empty_device(std::array<std::int64_t, 1>{std::int64_t(block)}, dlb::dtype_of<std::uint8_t>);  // freed at once
+  const std::uint64_t before = reserved();
+  CHECK(before >= block);  // kept, not yet handed back (it may reach the pool only when the free runs)
+  const std::uint64_t released = cr::release_cached_memory();  // waits for that free first
+  CHECK(released >= block);
+  CHECK(reserved() + block <= before);
+  CHECK(kept.data() != nullptr);  // memory in use stays
+  CHECK(cr::release_cached_memory() == 0);  // nothing left to give
+}
+
+// Not under compute-sanitizer: it takes most of the GPU's memory, and the
+// sanitizer's own allocations would make the sizes meaningless.
+GPU_TEST_CASE("an allocation that finds the device out of memory releases the pool's cache and tries again" *
+              dlb_test::not_under_sanitizer) {
+  (void)cr::release_cached_memory();
+  std::size_t free = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+  const auto share = [&](double f) { return std::int64_t(double(free) * f) & ~std::int64_t(0xfffff); };
+  const auto u8 = dlb::dtype_of<std::uint8_t>;
+  // 60% of the free memory kept by dlbridge's pool; 30% taken by "another library".
+  (void)cr::empty_device(std::array<std::int64_t, 1>{share(0.6)}, u8);
+  cr::synchronize(cr::legacy_stream());
+  void* other = nullptr;
+  REQUIRE(cudaMalloc(&other, std::size_t(share(0.3))) == cudaSuccess);
+  // 65% no longer fits beside both, nor inside the cached 60%: only after the
+  // cache goes back to the driver.
+  CHECK_NOTHROW((void)cr::empty_device(std::array<std::int64_t, 1>{share(0.65)}, u8));
+  REQUIRE(cudaFree(other) == cudaSuccess);
+  (void)cr::release_cached_memory();
 }
 
 GPU_TEST_CASE("device memory comes from dlbridge's pool, which keeps freed memory and opens it to peers") {

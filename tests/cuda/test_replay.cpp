@@ -415,6 +415,30 @@ TEST_CASE("the fill kernel's byte-by-byte fallback for unaligned memory writes t
   CHECK(got == expected);
 }
 
+TEST_CASE("a packed fill, its period repeated and its tail after, writes what dlb::fill writes") {
+  const dlb::dtype types[] = {{dlb::kDLFloat4_e2m1fn, 4}, {dlb::kDLFloat6_e2m3fn, 6}, {dlb::kDLFloat6_e3m2fn, 6}};
+  const dlb::scalar values[] = {dlb::scalar::from_int(0), dlb::scalar::from_real(1.5), dlb::scalar::from_real(-3),
+                                dlb::scalar::from_real(0.3)};
+  for (const dlb::dtype type : types) {
+    for (std::int64_t count = 0; count <= 41; ++count) {
+      for (const dlb::scalar& value : values) {
+        const auto bytes = std::size_t(type.storage_bytes(std::uint64_t(count)));
+        std::vector<std::uint8_t> expected(bytes + 1, 0xee), got(bytes + 1, 0xee);
+        dlb::fill(type, expected.data(), count, value);
+        const cd::packed_fill f = cd::make_packed_fill(type, count, value);
+        std::size_t at = 0;
+        for (std::int64_t p = 0; p < f.periods; ++p, at += f.period_bytes)
+          std::memcpy(got.data() + at, f.period, f.period_bytes);
+        std::memcpy(got.data() + at, f.tail, f.tail_bytes);
+        CAPTURE(type.code);
+        CAPTURE(count);
+        CHECK(at + f.tail_bytes == bytes);
+        REQUIRE(got == expected);
+      }
+    }
+  }
+}
+
 TEST_CASE("move_word moves exactly one element of any width: one word where there is one, else byte by byte") {
   // Widths no word has (a 3-lane int8 vector, 6 or 12 bytes) once moved 16
   // bytes, over the neighbouring elements.

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdint>
@@ -25,6 +27,67 @@ TEST_CASE("error_message names the call, the error and its description") {
   CHECK(cr::error_message("cudaGetDevice()", cudaErrorNoDevice) ==
         "cudaGetDevice(): cudaErrorNoDevice: no CUDA-capable device is detected");
   CHECK(cr::error_message("f()", 99999).rfind("f(): ", 0) == 0);  // unknown codes still read
+}
+
+TEST_CASE("sticky errors are told apart, and their message says the fault may be anyone's") {
+  for (const int code : std::initializer_list<int>{cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert, cudaErrorMisalignedAddress,
+                         cudaErrorIllegalInstruction, cudaErrorHardwareStackError, cudaErrorInvalidPc,
+                         cudaErrorInvalidAddressSpace, cudaErrorLaunchTimeout, cudaErrorContained,
+                         cudaErrorTensorMemoryLeak, cudaErrorExternalDevice}) {
+    CAPTURE(code);
+    CHECK(cr::is_sticky(code));
+    const std::string message = cr::error_message("launching dlbridge fill kernel", code);
+    CHECK(message.rfind("launching dlbridge fill kernel: cudaError", 0) == 0);
+    CHECK(message.find("(a sticky error: a kernel faulted earlier, in dlbridge or in any library sharing this "
+                       "process's CUDA context, and every CUDA call fails from now on; the process must be restarted)") !=
+          std::string::npos);
+  }
+  // A launch's own errors, and a caller's leftovers that a later call clears, are not.
+  for (const int code : std::initializer_list<int>{cudaSuccess, cudaErrorInvalidConfiguration, cudaErrorInvalidValue, cudaErrorMemoryAllocation,
+                         cudaErrorNoKernelImageForDevice, cudaErrorLaunchOutOfResources, cudaErrorNotReady,
+                         cudaErrorInitializationError, 99999}) {
+    CAPTURE(code);
+    CHECK_FALSE(cr::is_sticky(code));
+    CHECK(cr::error_message("f()", code).find("sticky") == std::string::npos);
+  }
+}
+
+TEST_CASE("a child forked after CUDA was asked knows it: no device, no pool, releases that free nothing") {
+  (void)cr::device_status();  // the parent asks (the probe registers the fork handler)
+  CHECK_FALSE(cr::forked_after_init());
+  const bool parent_usable = cr::device_usable();
+  const std::string parent_status = cr::device_status();
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // No doctest in the child: each failed expectation is one bit of the exit status.
+    int failures = 0;
+    if (!cr::forked_after_init()) failures |= 1;
+    if (cr::device_usable() || cr::device_count() != 0) failures |= 2;
+    const std::string expected = parent_usable ? "this process was forked after CUDA was initialised in its parent, "
+                                                 "and CUDA cannot be used across fork(); start worker processes with "
+                                                 "the 'spawn' or 'forkserver' method"
+                                               : parent_status;  // nothing inherited: the parent's own answer
+    if (cr::device_status() != expected) failures |= 4;
+    try {
+      cr::require_device();
+      failures |= 8;
+    } catch (const dlb::cuda_unavailable& e) {
+      if (std::string(e.what()) != "no CUDA device is available (" + expected + ")") failures |= 8;
+    }
+    try {
+      if (cr::release_cached_memory() != 0) failures |= 16;
+    } catch (...) {
+      failures |= 16;
+    }
+    _exit(failures);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(cr::forked_after_init());  // the parent is untouched
+  CHECK(cr::device_usable() == parent_usable);
 }
 
 TEST_CASE("throw_on_error throws cuda_error with the message and the code, and is silent on success") {
@@ -184,4 +247,8 @@ NO_GPU_TEST_CASE("what a release asks of the default streams needs no device: it
   }
   CHECK(cr::capture_of(cr::legacy_stream()) == cr::capture_status::none);
   CHECK(cr::capture_of(nullptr) == cr::capture_status::none);
+}
+
+NO_GPU_TEST_CASE("without a device there is no cache to release, and CUDA is not asked") {
+  CHECK(cr::release_cached_memory() == 0);
 }

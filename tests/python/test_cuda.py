@@ -302,3 +302,59 @@ def test_cuda_interface_stream_to_wait_for_without_a_gpu_is_a_clean_error(stream
 def test_cuda_interface_stream_of_an_empty_array_is_not_waited_for():
     empty = np.zeros(0, dtype=np.float32)
     assert dlbridge.asarray(CudaInterface(empty, data=(0, False), stream=12345)).shape == (0,)
+
+
+@needs_no_gpu
+def test_release_cuda_cache_without_a_gpu_releases_nothing():
+    assert "release_cuda_cache" in dlbridge.__all__
+    assert dlbridge.release_cuda_cache() == 0
+    assert dlbridge.release_cuda_cache() == 0  # and stays callable
+
+
+@needs_no_gpu
+@pytest.mark.parametrize("device", [(3, 0), (13, 0)], ids=["cuda_host", "cuda_managed"])
+def test_a_forked_child_does_not_read_cuda_memory_it_inherited(device):
+    # Host memory labelled pinned or managed stands in for the real thing:
+    # the parent (which asked CUDA for its devices at import) reads it; a
+    # child forked after that refuses to, before touching it.
+    import os
+
+    a = dlbridge.from_dlpack(Producer(ManagedTensor(range(3), device=device), device=device))
+    assert a.tolist() == [0.0, 1.0, 2.0]
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest, only an exit status, whatever happens
+        failures = 0
+        try:
+            for read in (a.tolist, lambda: memoryview(a), lambda: a.__array_interface__):
+                try:
+                    read()
+                    failures |= 1
+                except BufferError as e:
+                    failures |= 0 if "was inherited across fork() from a process that used CUDA" in str(e) else 2
+            del a
+        except BaseException:
+            failures |= 128
+        finally:
+            os._exit(failures)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert a.tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.skipif(not INFO["cuda"], reason="dlbridge was built without the CUDA backend (no nvcc)")
+def test_importing_dlbridge_asks_cuda_nothing():
+    # The CUDA runtime loads the driver (libcuda.so.1, present or not) at its
+    # first call, and a process whose CUDA is initialised cannot fork children
+    # that use it: only build_info() and GPU work may ask. LD_DEBUG shows the load.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, dlbridge; sys.stderr.write('-- imported --\\n'); sys.stderr.flush(); "
+            "dlbridge.build_info()")
+    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "LD_DEBUG": "libs"}, capture_output=True,
+                         text=True, check=True)
+    imported, marker, asked = run.stderr.partition("-- imported --\n")
+    assert marker, run.stderr[-2000:]
+    assert "find library=libcuda.so.1" not in imported
+    assert "find library=libcuda.so.1" in asked  # the control: the load is seen where it happens

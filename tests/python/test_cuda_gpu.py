@@ -4,6 +4,8 @@ proven by pointer equality; stream ordering by a slow kernel on the writer's
 stream and a read on another one, once with the ordering (the read sees the
 written values) and once with ordering declined (stream=-1, or no "stream" in
 the interface), which shows the read can race ahead."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -134,6 +136,139 @@ def test_arrays_made_from_cuda_views_in_cpp_report_cuda():
     # tests/python/test_cython_consumers.py checks it reports (2, 0).
     a = dlbridge.empty(3, device="cuda")
     assert a.__dlpack_device__() == (2, 0)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda_host", "cuda_managed"])
+@pytest.mark.parametrize("dtype", ["float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"])
+def test_zeros_and_full_of_packed_sub_byte_dtypes_on_the_gpu(device, dtype):
+    for shape in [(3, 5), 1, 8, 4099]:
+        for make in [lambda d: dlbridge.zeros(shape, dtype=dtype, device=d),
+                     lambda d: dlbridge.full(shape, -1.5, dtype=dtype, device=d)]:
+            a, expected = make(device), make(None)
+            assert a.device == {"cuda": "cuda:0"}.get(device, device)
+            got = a.to_device("cpu")
+            assert got.tolist() == expected.tolist()
+            # Packed dtypes have no buffer format: the bytes, spare bits included.
+            assert ctypes.string_at(got.data_ptr, got.nbytes) == ctypes.string_at(expected.data_ptr, expected.nbytes)
+
+
+# -- The memory pool --------------------------------------------------------------------
+
+def test_release_cuda_cache_hands_back_what_torch_empty_cache_does_not():
+    block = 64 << 20
+    a = dlbridge.empty(block, dtype="uint8", device="cuda")
+    del a  # kept by dlbridge's pool
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # PyTorch's cache only
+    assert dlbridge.release_cuda_cache() >= block
+    assert dlbridge.release_cuda_cache() == 0
+
+
+# -- Host waits release the GIL ----------------------------------------------------------
+
+# Each step queues ~0.2 s of GPU work on the legacy stream, then a CuPy host
+# callback (Python: it takes the GIL), then a dlbridge call that waits for that
+# stream. Holding the GIL through the wait would deadlock: the wait needs the
+# callback, the callback the GIL. Run apart, so that a deadlock is a timeout.
+_GIL_STEPS = """
+import cupy
+import torch
+
+import dlbridge
+N = 1 << 20
+def busy_then_callback():
+    with torch.cuda.stream(torch.cuda.default_stream()):
+        torch.cuda._sleep(1)
+        torch.cuda.synchronize()
+        torch.cuda._sleep(400_000_000)
+    cupy.cuda.Stream.null.launch_host_func(lambda _: None, None)
+class Interface:
+    def __init__(self, a):
+        self.a = a
+        self.__cuda_array_interface__ = dict(a.__cuda_array_interface__, stream=1)
+pinned = dlbridge.zeros(N, dtype="float32", device="cuda_host")
+def free_pinned():
+    a = dlbridge.empty(N, device="cuda_host")
+    busy_then_callback()
+    del a  # cudaFreeHost, from the release of the last reference
+steps = {
+    "full cuda_host": lambda: dlbridge.full(N, 1.0, dtype="float32", device="cuda_host"),
+    "zeros cuda_managed": lambda: dlbridge.zeros(N, dtype="float32", device="cuda_managed"),
+    "import of pinned memory": lambda: dlbridge.asarray(Interface(pinned)),
+    "copy to pinned memory": lambda: pinned.to_device("cuda").to_device("cuda_host"),
+}
+for name, step in steps.items():
+    busy_then_callback()
+    step()
+    print("done:", name, flush=True)
+free_pinned()
+print("done: free of pinned memory", flush=True)
+torch.cuda.synchronize()
+"""
+
+
+def test_host_waits_release_the_gil():
+    import subprocess
+    import sys
+
+    cuda_peer("cupy")
+    try:
+        run = subprocess.run([sys.executable, "-c", _GIL_STEPS], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"a host wait held the GIL (deadlock); steps done: {e.stdout!r}")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("done:") == 5, run.stdout
+
+
+# -- fork() -----------------------------------------------------------------------------
+
+def test_a_child_forked_after_a_mere_import_may_use_cuda():
+    # Apart, since this process has used CUDA: the parent only imports dlbridge.
+    import subprocess
+    import sys
+
+    code = """if True:
+        import os
+        import dlbridge
+        pid = os.fork()
+        if pid == 0:
+            a = dlbridge.full(3, 2.0, dtype="float32", device="cuda")
+            os._exit(0 if a.to_device("cpu").tolist() == [2.0] * 3 else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    """
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_a_child_forked_after_cuda_was_used_refuses_it_cleanly():
+    import os
+
+    pinned = dlbridge.full(4, 1.0, dtype="float32", device="cuda_host")
+    device = dlbridge.zeros(4, dtype="float32", device="cuda")
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest, only an exit status, whatever happens
+        failures = 0
+        try:
+            try:
+                dlbridge.zeros(1, device="cuda")
+                failures |= 1
+            except RuntimeError as e:
+                failures |= 0 if "forked after CUDA was initialised in its parent" in str(e) else 1
+            try:
+                pinned.tolist()
+                failures |= 2
+            except BufferError as e:
+                failures |= 0 if "inherited across fork()" in str(e) else 2
+            failures |= 0 if dlbridge.build_info()["gpu_count"] == 0 else 4
+            failures |= 0 if dlbridge.release_cuda_cache() == 0 else 8
+            del pinned, device  # frees nothing: CUDA is not called
+        except BaseException:
+            failures |= 128
+        finally:
+            os._exit(failures)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert pinned.tolist() == [1.0] * 4 and values(device) == [0.0] * 4
 
 
 # -- Stream ordering --------------------------------------------------------------------

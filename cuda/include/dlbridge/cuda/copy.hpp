@@ -39,7 +39,8 @@ void cast_strided(extents_t shape, dtype from, const void* src, extents_t src_st
                   extents_t dst_strides, stream_t stream);
 
 // Sets every element to `value` converted to `type` as element.hpp's store()
-// converts it. Packed sub-byte dtypes are refused (std::invalid_argument).
+// converts it. Packed sub-byte dtypes (C-contiguous) are written as dlb::fill
+// writes them, the spare bits of the last byte zero.
 void fill(extents_t shape, dtype type, void* dst, extents_t dst_strides, const scalar& value, stream_t stream);
 
 // -- Tensors --------------------------------------------------------------------------

@@ -34,8 +34,16 @@ class cuda_unavailable : public cuda_error {
 
 namespace dlb::cuda_runtime {
 
-// "<call>: <error name>: <error description>" for a cudaError_t value. Needs no
-// device; an unknown code reads as the runtime names it ("unrecognized error code").
+// Whether `code` is a sticky error: a fault on the device (an illegal
+// address, a device-side assert, a launch failure...) after which the CUDA
+// context is unusable and every later call returns the same error, whichever
+// library's kernel faulted.
+[[nodiscard]] bool is_sticky(int code) noexcept;
+
+// "<call>: <error name>: <error description>" for a cudaError_t value, a
+// sticky one followed by " (a sticky error: a kernel faulted earlier, ...)".
+// Needs no device; an unknown code reads as the runtime names it
+// ("unrecognized error code").
 [[nodiscard]] std::string error_message(std::string_view call, int code);
 
 // Throws cuda_error(error_message(call, code), code) unless code is 0 (cudaSuccess).
@@ -43,9 +51,17 @@ void throw_on_error(int code, std::string_view call);
 
 // Throws cuda_unavailable unless device_count() > 0. The answer is asked of
 // the runtime once per process (devices do not come and go while it runs).
+// A process forked after its parent asked (CUDA does not survive fork()) is
+// refused with code cudaErrorInitializationError and the reason "this process
+// was forked after CUDA was initialised in its parent, ...".
 void require_device();
 
 // Whether require_device() passes (the same answer, asked once per process).
 [[nodiscard]] bool device_usable();
+
+// Whether this process was forked from one that had already asked CUDA for
+// its devices (pthread_atfork). Such a child makes no CUDA call: dlbridge's
+// memory it inherited is left to the parent (its releases free nothing).
+[[nodiscard]] bool forked_after_init() noexcept;
 
 }  // namespace dlb::cuda_runtime

@@ -8,7 +8,8 @@
 
 namespace dlb::cuda_runtime {
 
-// CUDA devices this process can use; 0 when there is no GPU or no driver.
+// CUDA devices this process can use (asked once per process); 0 when there
+// is no GPU or no driver, or in a child forked after CUDA was asked.
 [[nodiscard]] int device_count() noexcept;
 
 // The runtime version dlbridge was built with, as 1000 * major + 10 * minor.
@@ -16,8 +17,10 @@ namespace dlb::cuda_runtime {
 
 // Why no device is usable ("" when one is), asked once per process: "no NVIDIA
 // driver found: <why libcuda.so.1 cannot be loaded>", "no CUDA device is
-// present", or the CUDA runtime's "<error name>: <error description>" (a
-// driver too old for the runtime, CUDA_VISIBLE_DEVICES hiding every device...).
+// present", the CUDA runtime's "<error name>: <error description>" (a
+// driver too old for the runtime, CUDA_VISIBLE_DEVICES hiding every device...),
+// or, in a child forked after its parent found a device, "this process was
+// forked after CUDA was initialised in its parent, ...".
 [[nodiscard]] std::string device_status();
 
 // The GPU architectures the backend's kernels were compiled for, as nvcc's

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <optional>
 
 #include "dlbridge/config.hpp"
@@ -296,6 +297,34 @@ DLB_HOST_DEVICE inline void store_element(dtype t, unsigned char* base, std::int
   } else {
     dlb::store(t, p, value);
   }
+}
+
+// -- Fills of packed sub-byte elements ----------------------------------------------
+
+// A fill of `count` packed sub-byte elements (float4, float6) as whole
+// bytes, built on the host: their bits repeat every lcm(bits, 8) bits, so
+// the fill is `period` (period_bytes bytes: two float4, or four float6 in
+// three bytes) written `periods` times, then `tail` (tail_bytes bytes: the
+// rest of the elements, spare bits zero), as dlb::fill writes them.
+struct packed_fill {
+  unsigned char period[8] = {};
+  unsigned char tail[8] = {};
+  std::size_t period_bytes = 0, tail_bytes = 0;
+  std::int64_t periods = 0;
+};
+
+inline packed_fill make_packed_fill(dtype type, std::int64_t count, const scalar& value) {
+  const int bits = type.bits * type.lanes;
+  const int period_bits = std::lcm(bits, 8);  // at most 56: bits < 8
+  const std::int64_t per_period = period_bits / bits;
+  packed_fill f;
+  f.period_bytes = std::size_t(period_bits / 8);
+  f.periods = count / per_period;
+  const std::int64_t rest = count % per_period;
+  f.tail_bytes = std::size_t(type.storage_bytes(std::uint64_t(rest)));
+  dlb::fill(type, f.period, per_period, value);
+  dlb::fill(type, f.tail, rest, value);
+  return f;
 }
 
 }  // namespace dlb::cuda_runtime::detail
