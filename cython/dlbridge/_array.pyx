@@ -413,7 +413,9 @@ cdef class Array:
         already, else a C-contiguous copy. On a GPU the copy runs on ``stream``
         (an int as in ``__dlpack__``, or an object with ``__cuda_stream__``;
         None is the legacy default stream), ordered after the work that wrote
-        this array and before later dlbridge work, without blocking the host."""
+        this array and before later dlbridge work, without blocking the host.
+        A ``stream`` being captured into a CUDA graph is refused
+        (BufferError) before any work: copy before or after the capture."""
         _require(self)
         cdef Device target = as_device(device)
         cdef cpp.cuda_stream s = _work_stream(stream)

@@ -395,6 +395,8 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy
     # dlbridge's arrays are ready) must wait for, and the host too for
     # managed memory; that stream waits for dlbridge's work when the Array
     # lets the memory go (backend.hpp: ordered_import). NULL names the legacy stream.
+    # Refused (BufferError) while that stream is being captured into a CUDA graph
+    # (inside torch.cuda.graph): the data exists only once the graph runs.
     cdef cpp.device d = t.get_device()
     cdef void* stream = NULL
     if d.is_stream_ordered():

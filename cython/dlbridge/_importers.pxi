@@ -92,7 +92,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
     producer is asked for one; ``copy=False`` raises ValueError if a copy
     would be needed; ``device`` asks for the data on another device. An
     object with no ``__dlpack__`` is TypeError: ``asarray`` takes sequences,
-    scalars and the other array protocols.
+    scalars and the other array protocols. GPU data ready on a stream being
+    captured into a CUDA graph (inside ``torch.cuda.graph``) is refused
+    (BufferError): import it before or after the capture.
     """
     return _from_dlpack(x, device, copy)
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "dlbridge/host_copy.hpp"
 #include "dlbridge/element.hpp"
@@ -122,6 +123,16 @@ inline void order_streams([[maybe_unused]] const tensor& t, [[maybe_unused]] cud
 }
 
 #if DLBRIDGE_HAVE_CUDA
+// Throws capture_refused (dlbridge/stream.hpp) where `s` is being captured
+// into a CUDA graph (actively, or invalidated and not yet ended), before any
+// work is queued: the capture stays valid. The legacy stream, which is never
+// captured, is not asked (capture_of).
+inline void refuse_capturing(cuda_stream s, std::string_view action, std::string_view reason) {
+  namespace cr = cuda_runtime;
+  if (cr::capture_of(reinterpret_cast<cr::stream_t>(s)) != cr::capture_status::none)
+    throw capture_refused(action, s, reason);
+}
+
 namespace detail {
 // A tensor whose release first makes one stream wait for another.
 struct ordered_release {
@@ -183,8 +194,18 @@ inline tensor lend(const tensor& t, cuda_stream consumer) {
 // told): device memory is ordered onto the legacy stream; pinned and managed
 // memory, which the host may read next, is waited for. Where this process
 // has no usable device, nothing of its own can be pending on the legacy
-// stream; another stream still needs the runtime.
+// stream; another stream still needs the runtime. Refused (capture_refused)
+// while `producer` is being captured into a CUDA graph (PyTorch's current
+// stream inside torch.cuda.graph): the data is written only when the graph
+// is launched, and neither an event recorded in the capture (waiting on it
+// from outside invalidates the capture) nor a host wait (forbidden on a
+// capturing stream) orders dlbridge's work after that.
 inline void order_after_producer(const tensor& t, cuda_stream producer) {
+#if DLBRIDGE_HAVE_CUDA
+  if (producer != legacy_default_stream && t.device().is_cuda_memory())
+    refuse_capturing(producer, "import data ready on",
+                     "the graph writes it only when it is launched, and dlbridge's work runs outside the graph");
+#endif
   if (!is_pinned_or_managed(t)) return order_streams(t, legacy_default_stream, producer);
 #if DLBRIDGE_HAVE_CUDA
   if (producer == legacy_default_stream && !cuda_runtime::device_usable()) return;
@@ -210,7 +231,8 @@ inline tensor ordered_import(const tensor& t, cuda_stream producer) {
 // its memory is not freed or rewritten under the copy), so the result
 // follows the rule above. The host waits only where the host may touch
 // either side next: a CPU, pinned or managed source or result. Host-to-host
-// copies stay on the CPU engine.
+// copies stay on the CPU engine. Refused (capture_refused), before any
+// work, where `stream` is being captured into a CUDA graph.
 inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unused]] cuda_stream stream) {
   const device from = src.device();
   if (from.type == kDLCPU && where.type == kDLCPU) return astype(src, type);
@@ -222,8 +244,16 @@ inline tensor copy_to(const tensor& src, device where, dtype type, [[maybe_unuse
   cr::require_device();
   const auto s = reinterpret_cast<cr::stream_t>(stream);
   const auto legacy = cr::legacy_stream();
-  tensor out = empty_on(where, src.shape(), type);
   const bool ordered = !cr::same_stream(s, legacy);
+  // Captured, the copy would run at each launch of the graph, into memory
+  // dlbridge allocated outside it and hands out again once the result is
+  // dropped (as a capture's temporaries are), and the legacy stream cannot
+  // be ordered after it (nor the host, for pinned and managed memory).
+  if (ordered)
+    refuse_capturing(stream, "copy on",
+                     "the graph would run the copy at each launch, into memory dlbridge hands out again once the "
+                     "result is dropped");
+  tensor out = empty_on(where, src.shape(), type);
   // Between two GPUs the copy runs on the destination's; the source's legacy
   // stream is ordered around it.
   const bool across = from.type == kDLCUDA && where.type == kDLCUDA && from.id != where.id;

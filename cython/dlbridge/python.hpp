@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "dlbridge/dlpack.hpp"
+#include "dlbridge/stream.hpp"
 #include "dlbridge/tensor.hpp"
 
 namespace dlb::python {
@@ -27,8 +28,9 @@ class argument_mismatch : public std::invalid_argument {
 };
 
 // For Cython's `except +raise_python_error`. A foreign tensor that fails
-// validation is data DLPack cannot describe to us: BufferError, as the array
-// API asks. Sizes that overflow are ValueError, as in NumPy.
+// validation (data DLPack cannot describe to us) and work refused across a
+// CUDA graph capture (data we cannot move as asked) are BufferError, as the
+// array API asks. Sizes that overflow are ValueError, as in NumPy.
 inline int raise_python_error() {
   try {
     throw;
@@ -37,6 +39,8 @@ inline int raise_python_error() {
   } catch (const argument_mismatch& e) {
     PyErr_SetString(PyExc_TypeError, e.what());
   } catch (const import_failure& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (const capture_refused& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "dlbridge/stream.hpp"
 
@@ -44,4 +46,12 @@ TEST_CASE("a stream to work on: 1, 2 or a handle; never 0 or -1") {
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS((void)dlb::work_stream(-1), "stream must be 1, 2 or a stream handle, got -1",
                        std::invalid_argument);
+}
+
+TEST_CASE("work refused across a CUDA graph capture names the stream, the capture, why and what to do") {
+  const dlb::capture_refused e("copy on", 0x7f0012345600, "the graph would run the copy at each launch");
+  CHECK(std::string(e.what()) ==
+        "cannot copy on stream 139638282147328 while it is being captured into a CUDA graph: the graph would run the "
+        "copy at each launch; do it before the capture begins or after it ends");
+  static_assert(std::is_base_of_v<std::runtime_error, dlb::capture_refused>);
 }

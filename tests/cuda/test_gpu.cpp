@@ -480,15 +480,16 @@ struct captured {
   std::size_t nodes;
 };
 
-// Captures, on a new non-blocking stream, a memset of 7 into device memory
-// followed by `call(stream)`, as torch.cuda.graph does (global mode); where
-// the capture succeeds, launches the graph and checks its memset.
+// Captures, on a new non-blocking stream (blocking: as CuPy's Stream()), a
+// memset of 7 into device memory followed by `call(stream)`, as
+// torch.cuda.graph does (global mode); where the capture succeeds, launches
+// the graph and checks its memset.
 template <class Call>
-captured capture_with(Call&& call) {
+captured capture_with(Call&& call, bool non_blocking = true) {
   constexpr std::size_t bytes = 256;
   const device_bytes memory(bytes);
   cr::synchronize(cr::legacy_stream());
-  const cr::stream s;
+  const cr::stream s(non_blocking);
   REQUIRE(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeGlobal) == cudaSuccess);
   REQUIRE(cudaMemsetAsync(memory.get(), 7, bytes, s.get()) == cudaSuccess);
   bool threw = false;
@@ -524,6 +525,24 @@ GPU_TEST_CASE("a release while the borrower's stream is captured into a CUDA gra
   const captured imported = capture_with([](cr::stream_t s) { cr::order_after_release(s, cr::legacy_stream()); });
   CHECK(imported.status == cudaSuccess);
   CHECK(imported.nodes == 1);
+}
+
+// What a refusal of work across a capture asks (backend.hpp:
+// refuse_capturing): the question leaves the capture valid, on the
+// blocking streams CuPy captures too, where asking of the legacy stream
+// would be an error.
+GPU_TEST_CASE("asking a stream being captured whether it is leaves the capture valid") {
+  for (const bool non_blocking : {true, false}) {
+    INFO("non_blocking = " << non_blocking);
+    const captured asked = capture_with(
+        [](cr::stream_t s) {
+          CHECK(cr::capture_of(s) == cr::capture_status::active);
+          CHECK(cr::capture_of(cr::legacy_stream()) == cr::capture_status::none);  // not asked
+        },
+        non_blocking);
+    CHECK(asked.status == cudaSuccess);
+    CHECK(asked.nodes == 1);
+  }
 }
 
 // The control: the legacy stream made to wait on an event recorded in the

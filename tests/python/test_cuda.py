@@ -80,6 +80,10 @@ DEVICE_WORK = {
     "to_device(cpu)": lambda: on_cuda().to_device("cpu"),
     "to_device(cuda)": lambda: dlbridge.zeros(2).to_device("cuda"),
     "to_device(cuda_host)": lambda: dlbridge.zeros(2).to_device("cuda_host"),
+    # A stream other than the legacy one is asked whether it is capturing a
+    # CUDA graph: after the device, never with a handle and no device.
+    "to_device(cpu, stream=handle)": lambda: on_cuda().to_device("cpu", stream=0x7f0012345600),
+    "to_device(cuda_host, stream=2)": lambda: dlbridge.zeros(2).to_device("cuda_host", stream=2),
     "asarray(dtype=)": lambda: dlbridge.asarray(on_cuda(), dtype="float64"),
     "asarray(device=cpu)": lambda: dlbridge.asarray(on_cuda(), device="cpu"),
     "asarray(device=cuda)": lambda: dlbridge.asarray(np.arange(3), device="cuda"),

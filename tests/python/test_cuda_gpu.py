@@ -530,6 +530,68 @@ def test_dlpack_export_into_a_cuda_graph_capture():
     del a  # the graph is replayed no more
 
 
+def _capturing(work):
+    """Captures x * 2 into a CUDA graph, calls `work(x, y, stream)` inside the
+    capture (y the captured product, stream the capturing stream's int), then
+    y + 1; replays the graph twice and checks it: `work` left the capture valid."""
+    x = torch.ones(N, device="cuda")
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = x * 2
+        work(x, y, torch.cuda.current_stream().cuda_stream)
+        z = y + 1
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert z.min().item() == z.max().item() == 3.0
+    return z
+
+
+def _refused(what, stream):
+    return pytest.raises(BufferError, match=rf"^cannot {what} stream {stream} while it is being captured into a "
+                                            rf"CUDA graph: .*; do it before the capture begins or after it ends$")
+
+
+def test_imports_inside_a_cuda_graph_capture_are_refused_leaving_it_valid():
+    # Inside torch.cuda.graph, PyTorch's current stream (which its exchange
+    # table names) is capturing: y holds nothing until the graph is launched,
+    # and ordering dlbridge's legacy stream after an event recorded in the
+    # capture would invalidate it. The import is refused before any work.
+    if not hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        pytest.skip("this PyTorch has no DLPack exchange table: its own __dlpack__ orders across the capture")
+
+    def work(x, y, stream):
+        with _refused("import data ready on", stream):
+            dlbridge.from_dlpack(y)
+        with _refused("import data ready on", stream):
+            dlbridge.asarray(y)
+        with _refused("import data ready on", stream):
+            dlbridge.from_dlpack(x, copy=True)  # even data written before the capture: the stream alone is known
+        interface = dict(y.__cuda_array_interface__, version=3, stream=stream)
+        with _refused("import data ready on", stream):
+            dlbridge.asarray(Interface(interface, y))
+
+    z = _capturing(work)
+    assert values(dlbridge.from_dlpack(z)) == [3.0] * N  # after the capture, imported as usual
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda_host", "cuda_managed"])
+def test_copies_on_a_capturing_stream_are_refused_leaving_it_valid(target):
+    # A copy captured into the graph would write, at every launch, into
+    # memory dlbridge's pool hands out again once the result is dropped; the
+    # legacy stream cannot be ordered after it, nor the host wait for it.
+    a = dlbridge.full(N, 2.0, dtype="float32", device="cuda")
+
+    def work(x, y, stream):
+        with _refused("copy on", stream):
+            a.to_device(target, stream=stream)
+
+    _capturing(work)
+    side = torch.cuda.Stream()
+    assert values(a.to_device(target, stream=side.cuda_stream)) == [2.0] * N  # outside a capture, as usual
+
+
 # -- Consumer streams destroyed before the release ---------------------------------------------
 
 # recorded=True is the control: it does what a release that records on the

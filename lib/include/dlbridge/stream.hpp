@@ -6,13 +6,15 @@
 // cudaStream_t. 0 names no stream (it was ambiguous between 1 and 2) and is
 // refused; -1 means "do not synchronise" and is valid in __dlpack__ only.
 // What these functions return is a cuda_stream: the raw value of a
-// cudaStream_t, 1 or 2 for the default streams, never 0.
+// cudaStream_t, 1 or 2 for the default streams, never 0. capture_refused is
+// the error of work refused across a CUDA graph capture.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "dlbridge/config.hpp"  // the C++20 check
 
@@ -55,5 +57,22 @@ inline constexpr cuda_stream per_thread_default_stream = 2;  // cudaStreamPerThr
   if (value < 0) throw std::invalid_argument("stream must be 1, 2 or a stream handle, got " + std::to_string(value));
   return static_cast<cuda_stream>(value);
 }
+
+// Thrown where dlbridge is asked to work across a CUDA graph capture: to
+// import data ready on stream `s`, or to copy on it, while `s` is being
+// captured (torch.cuda.graph). Work queued on `s` then runs only when the
+// graph is launched, while dlbridge's own work (its allocations, its order
+// on the legacy default stream) happens now, outside the graph; no order
+// between the two is right at every launch, so dlbridge refuses before it
+// queues anything, leaving the capture valid. Python sees BufferError.
+// `action` names what was refused ("import data ready on", "copy on"),
+// `reason` why it cannot be done inside the graph.
+class capture_refused : public std::runtime_error {
+ public:
+  capture_refused(std::string_view action, cuda_stream s, std::string_view reason)
+      : std::runtime_error("cannot " + std::string(action) + " stream " + std::to_string(s) +
+                           " while it is being captured into a CUDA graph: " + std::string(reason) +
+                           "; do it before the capture begins or after it ends") {}
+};
 
 }  // namespace dlb
