@@ -31,7 +31,8 @@ NumPy's own np.empty and PyArray_EMPTY from Cython and pybind11's
 net of the bare call.
 
 Without --quick, callgrind counts (instructions per call, net of the bare
-call) are given beside each goal row, where valgrind is installed.
+call) are given beside each goal row and each kernel row, where valgrind is
+installed.
 
 Multi-dtype dispatch, on every input: the converter taking float32 or
 float64 (a float64 input: the second view) <= 1.1x the single-dtype converter.
@@ -117,6 +118,7 @@ KERNELS = {
 }
 GLUE_GOAL = ("dlbridge, Cython", "Cython typed memoryview")  # fewer glue lines: a difference <= -1
 KERNEL_CALLS = ("corner_moravec(6x6 float32 ndarray)", "brighten_(4x4x3 uint8 ndarray)")
+KERNEL_BARE = "kernels"  # the input name of the kernel rows' bare call (bare@kernels)
 
 
 def code_lines(path: pathlib.Path) -> tuple[int, int]:
@@ -151,32 +153,41 @@ def kernel_names() -> list[str]:
                             for what in ("glue lines",) + tuple(f"{c}, ns per call" for c in KERNEL_CALLS)]
 
 
-def kernel_rows(folder: pathlib.Path, samples: int, sample_ns: float) -> list[Row]:
-    """Glue lines of each version of the two kernels, and their time per call
-    on small NumPy inputs (the kernels' loops do little there)."""
+def kernel_modules(folder: pathlib.Path) -> dict[str, object]:
     import importlib
     sys.path.insert(0, str(folder))
     try:
-        modules = {v: importlib.import_module(m) for v, (m, _) in KERNELS.items()}
+        return {v: importlib.import_module(m) for v, (m, _) in KERNELS.items()}
     finally:
         sys.path.remove(str(folder))
+
+
+def kernel_call(module, call: str) -> tuple[object, np.ndarray]:
+    """(function, input) of one of KERNEL_CALLS."""
+    if call == KERNEL_CALLS[0]:
+        return module.corner_moravec, np.random.default_rng(0).random((6, 6)).astype(np.float32)
+    return module.brighten_, np.zeros((4, 4, 3), np.uint8)
+
+
+def kernel_rows(folder: pathlib.Path, samples: int, sample_ns: float, counts=None) -> list[Row]:
+    """Glue lines of each version of the two kernels, and their time per call
+    on small NumPy inputs (the kernels' loops do little there), with their
+    callgrind counts where `counts` has them."""
+    modules = kernel_modules(folder)
     lines = {v: code_lines(path) for v, (_, path) in KERNELS.items()}
     mine, peer = (lines[v][0] for v in GLUE_GOAL)
     out = [Row("arguments", glue_name(), str(mine), str(peer), mine - peer, "<=", -1, unit="lines",
                note="code lines outside the kernel loops: " + "; ".join(
                    f"{v} {g} (+ {k} kernel)" for v, (g, k) in lines.items()))]
-    image = np.random.default_rng(0).random((6, 6)).astype(np.float32)
-    rgb = np.zeros((4, 4, 3), np.uint8)
-    calls = {KERNEL_CALLS[0]: ("corner_moravec", image), KERNEL_CALLS[1]: ("brighten_", rgb)}
     timed = {}
-    for call, (function, x) in calls.items():
-        want = modules[GLUE_GOAL[1]].corner_moravec(x) if function == "corner_moravec" else None
-        for v, m in modules.items():  # each version computes the same
-            got = getattr(m, function)(x)
+    for call in KERNEL_CALLS:
+        f = {v: kernel_call(m, call)[0] for v, m in modules.items()}
+        x = kernel_call(modules[GLUE_GOAL[1]], call)[1]
+        want = f[GLUE_GOAL[1]](x) if call == KERNEL_CALLS[0] else None
+        for v in modules:  # each version computes the same
+            got = f[v](x)
             assert want is None or (type(got) is np.ndarray and np.array_equal(got, want)), v
-        r = compare({v: loop("f(x)", f=getattr(m, function), x=x) for v, m in modules.items()},
-                    sample_ns=sample_ns, samples=samples)
-        timed[call] = r
+        timed[call] = compare({v: loop("f(x)", f=f[v], x=x) for v in modules}, sample_ns=sample_ns, samples=samples)
     for v in KERNELS:
         out.append(Row("arguments", f"kernels: {v}, glue lines", str(lines[v][0]), str(lines[GLUE_GOAL[1]][0]),
                        lines[v][0] / lines[GLUE_GOAL[1]][0], None, None,
@@ -185,8 +196,17 @@ def kernel_rows(folder: pathlib.Path, samples: int, sample_ns: float) -> list[Ro
             base = r[GLUE_GOAL[1]].min_ns
             out.append(Row("arguments", f"kernels: {v}, {call}, ns per call", ns(r[v].min_ns), ns(base),
                            r[v].min_ns / base, None, None,
-                           note=f"peer: {GLUE_GOAL[1]}; median {ns(r[v].median_ns)}; {r[v].samples} samples"))
+                           note=f"peer: {GLUE_GOAL[1]}; median {ns(r[v].median_ns)}; {r[v].samples} samples"
+                                + _kernel_callgrind_note(counts, v, call)))
     return out
+
+
+def _kernel_callgrind_note(counts, version: str, call: str) -> str:
+    """"; callgrind net Ir a / b = ratio (setup)" against the peer version, or nothing."""
+    if not isinstance(counts, dict):
+        return ""
+    ours, peer = (counts[v, call] - counts["bare", KERNEL_BARE] for v in (version, GLUE_GOAL[1]))
+    return f"; callgrind net Ir {ours:.0f} / {peer:.0f} = {ours / peer:.2f} ({counts['setup', '']})"
 
 
 def goal_name(input_: str, peer: str) -> str:
@@ -269,8 +289,18 @@ def functions(folder: pathlib.Path) -> dict[str, object]:
 
 def child(target: str, n: int) -> None:
     """The measured program (under valgrind): `route@input`, N calls."""
+    folder = pathlib.Path(os.environ["DLB_ARGUMENTS_BUILD"])
     route, input_ = target.split("@")
-    f, x = functions(pathlib.Path(os.environ["DLB_ARGUMENTS_BUILD"]))[route], inputs()[input_]
+    # The kernel rows and their bare call: NumPy only. (A child that imports
+    # torch and JAX, as the other rows' do, counted its bare call at about
+    # 1,450 Ir against 465 without them (N=500): work that N and 2N do not
+    # cancel.)
+    if route in KERNELS:
+        f, x = kernel_call(kernel_modules(folder)[route], input_)
+    elif input_ == KERNEL_BARE:
+        f, x = functions(folder)["bare"], None
+    else:
+        f, x = functions(folder)[route], inputs()[input_]
 
     def run(f, x, n):
         for _ in range(n):
@@ -285,7 +315,8 @@ def instruction_counts(folder: pathlib.Path) -> dict[tuple[str, str], float] | s
     targets = sorted({f"{r}@{i}" for i, peer, _ in GOALS for r in ("dlbridge converter", peer)} | {"bare@NumPy"} |
                      {f"{r}@{i}" for r, _ in CONVERTER_GOALS for i in INPUTS if i in ROUTES[r][2]} |
                      {f"dlbridge converter@{i}" for i in INPUTS} |
-                     {f"{r}@NumPy" for r, _ in RETURN_GOALS} | {f"{RETURN_PEER}@NumPy"})
+                     {f"{r}@NumPy" for r, _ in RETURN_GOALS} | {f"{RETURN_PEER}@NumPy"} |
+                     {f"{v}@{c}" for v in KERNELS for c in KERNEL_CALLS} | {f"bare@{KERNEL_BARE}"})
     os.environ["DLB_ARGUMENTS_BUILD"] = str(folder)
     try:
         ir, setup = instructions.per_call(instructions.QUICK_N, targets, script=__file__)
@@ -341,7 +372,8 @@ def rows(quick: bool = False) -> list[Row]:
         for name in taking:
             out.append(Row("arguments", route_name(input_, name), ns(r_[name].min_ns), ns(bare), net[name], None,
                            None, unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))
-    return out + return_rows(f, x["NumPy"], counts, sample_ns, samples) + kernel_rows(folder, samples, sample_ns)
+    return out + return_rows(f, x["NumPy"], counts, sample_ns, samples) + kernel_rows(folder, samples, sample_ns,
+                                                                                     counts)
 
 
 def return_rows(f: dict[str, object], x: np.ndarray, counts, sample_ns: float, samples: int) -> list[Row]:

@@ -215,41 +215,86 @@ struct requirements {
   bool writable = false;
 };
 
+namespace detail {
+// The demand of a view that a tensor fails (first_unmet_demand), and on
+// which axis.
+enum class demand : std::uint8_t { device, dtype, ndim, extent, order, writable };
+struct unmet_demand {
+  demand what;
+  std::int32_t axis = -1;  // the extent's axis; -1 for the other demands
+};
+
+// The strides of `t`; NULL ones (C order) written out into `c_order`, of
+// max_ndim elements.
+[[nodiscard]] inline extents_t strides_or_c_order(const DLTensor& t, std::span<std::int64_t> c_order) {
+  if (t.strides) return {t.strides, std::size_t(t.ndim)};
+  c_strides({t.shape, std::size_t(t.ndim)}, c_order.first(std::size_t(t.ndim)));
+  return c_order.first(std::size_t(t.ndim));
+}
+
 // Each demand of `r` in turn, of a tensor that has passed validate() (its
-// own arrays and imports, which dlbridge validated once). Returns the first
-// failure, naming the constraint, the axis, what was expected and what was
-// received ("shape: axis 1: expected extent 3, got 4").
-[[nodiscard]] inline std::optional<import_error> check_demands(const DLTensor& t, bool readonly,
-                                                               const requirements& r) {
-  using std::to_string;
-  if (r.has_device && t.device.device_type != r.device_type)
-    return import_error{"device", -1, "device " + std::string(name(r.device_type)),
-                        std::string(name(t.device.device_type))};
-  if (dtype(t.dtype) != r.type)
-    return import_error{"dtype", -1, std::string(name(r.type)), detail::dtype_words(t.dtype)};
-  if (r.ndim >= 0 && t.ndim != r.ndim)
-    return import_error{"ndim", -1, "ndim " + to_string(r.ndim), to_string(t.ndim)};
+// own arrays and imports, which dlbridge validated once): the first one the
+// tensor fails. No strings are made here: every argument and view passes
+// through it, and kept small it is inlined where a view's requirements are
+// constants, which then fold away (check_demands words the failure).
+[[nodiscard]] inline std::optional<unmet_demand> first_unmet_demand(const DLTensor& t, bool readonly,
+                                                                    const requirements& r) {
+  if (r.has_device && t.device.device_type != r.device_type) return unmet_demand{demand::device};
+  if (dtype(t.dtype) != r.type) return unmet_demand{demand::dtype};
+  if (r.ndim >= 0 && t.ndim != r.ndim) return unmet_demand{demand::ndim};
   for (std::size_t i = 0; i < r.shape.size() && i < std::size_t(t.ndim); ++i)
-    if (r.shape[i] != any_extent && t.shape[i] != r.shape[i])
-      return import_error{"shape", std::int32_t(i), "extent " + to_string(r.shape[i]), to_string(t.shape[i])};
+    if (r.shape[i] != any_extent && t.shape[i] != r.shape[i]) return unmet_demand{demand::extent, std::int32_t(i)};
   if (r.order != memory_order::none) {
     // NULL strides mean C order: C-contiguous, and Fortran-contiguous only
     // when at most one axis has an extent above 1.
     std::int64_t c_order[max_ndim];
-    const extents_t shape(t.shape, std::size_t(t.ndim));
-    if (!t.strides) c_strides(shape, {c_order, std::size_t(t.ndim)});
-    const extents_t strides(t.strides ? t.strides : c_order, std::size_t(t.ndim));
+    const extents_t shape(t.shape, std::size_t(t.ndim)), strides = strides_or_c_order(t, c_order);
     const bool ok = r.order == memory_order::c   ? is_c_contiguous(shape, strides)
                     : r.order == memory_order::f ? is_f_contiguous(shape, strides)
                                                  : is_c_contiguous(shape, strides) || is_f_contiguous(shape, strides);
-    if (!ok) {
-      const char* wanted = r.order == memory_order::c ? "C-contiguous strides"
+    if (!ok) return unmet_demand{demand::order};
+  }
+  if (r.writable && readonly) return unmet_demand{demand::writable};
+  return std::nullopt;
+}
+
+// The words of an unmet demand: the constraint, the axis, what was expected
+// and what was received ("shape: axis 1: expected extent 3, got 4"). Out of
+// line, so that check_demands stays small enough to inline.
+[[nodiscard, gnu::cold, gnu::noinline]] inline import_error demand_error(const DLTensor& t, const requirements& r,
+                                                                         unmet_demand unmet) {
+  using std::to_string;
+  switch (unmet.what) {
+    case demand::device:
+      return {"device", -1, "device " + std::string(name(r.device_type)), std::string(name(t.device.device_type))};
+    case demand::dtype:
+      return {"dtype", -1, std::string(name(r.type)), dtype_words(t.dtype)};
+    case demand::ndim:
+      return {"ndim", -1, "ndim " + to_string(r.ndim), to_string(t.ndim)};
+    case demand::extent: {
+      const auto i = std::size_t(unmet.axis);
+      return {"shape", unmet.axis, "extent " + to_string(r.shape[i]), to_string(t.shape[i])};
+    }
+    case demand::order: {
+      std::int64_t c_order[max_ndim];
+      const char* wanted = r.order == memory_order::c   ? "C-contiguous strides"
                            : r.order == memory_order::f ? "Fortran-contiguous strides"
                                                         : "contiguous strides";
-      return import_error{"strides", -1, wanted, "strides " + detail::describe(strides)};
+      return {"strides", -1, wanted, "strides " + describe(strides_or_c_order(t, c_order))};
     }
+    case demand::writable:
+      break;
   }
-  if (r.writable && readonly) return import_error{"flags", -1, "writable data", "read-only data"};
+  return {"flags", -1, "writable data", "read-only data"};
+}
+}  // namespace detail
+
+// first_unmet_demand, worded: the first failure, naming the constraint, the
+// axis, what was expected and what was received.
+[[nodiscard]] inline std::optional<import_error> check_demands(const DLTensor& t, bool readonly,
+                                                               const requirements& r) {
+  if (const auto unmet = detail::first_unmet_demand(t, readonly, r)) [[unlikely]]
+    return detail::demand_error(t, r, *unmet);
   return std::nullopt;
 }
 

@@ -253,7 +253,10 @@ class view {
   // The same for a tensor that has passed validate() (dlbridge's own arrays
   // and imports): only the view's demands are checked.
   [[nodiscard]] static view from_validated(const DLTensor& t, bool readonly_data = false) {
-    if (auto error = check_demands(t, readonly_data, demands())) throw import_failure(std::move(*error));
+    // check_demands, with its words made only on failure: this runs on
+    // every argument a view takes.
+    if (const auto unmet = detail::first_unmet_demand(t, readonly_data, demands())) [[unlikely]]
+      throw import_failure(detail::demand_error(t, demands(), *unmet));
     return unchecked(t);
   }
 
