@@ -319,7 +319,7 @@ def test_release_cuda_cache_without_a_gpu_releases_nothing():
 @pytest.mark.parametrize("device", [(3, 0), (13, 0)], ids=["cuda_host", "cuda_managed"])
 def test_a_forked_child_does_not_read_cuda_memory_it_inherited(device):
     # Host memory labelled pinned or managed stands in for the real thing:
-    # the parent (which asked CUDA for its devices at import) reads it; a
+    # the parent (which asked CUDA for its devices: gpu.INFO) reads it; a
     # child forked after that refuses to, before touching it.
     import os
 

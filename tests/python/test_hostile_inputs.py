@@ -400,7 +400,7 @@ MODULES = (dlbridge._array, dlbridge._types, dlbridge._dlpack)
 REACHABLE = {
     "dlbridge._array": {"Array", "DeviceType", "_Bytes", "_HeldBuffer", "_from_pickle", "_reads_ndarray_fields",
                         "asarray", "build_info", "empty", "from_dlpack", "full", "get_copy_threads",
-                        "set_copy_threads", "zeros"},
+                        "release_cuda_cache", "set_copy_threads", "zeros"},
     "dlbridge._types": {"DType", "Device", "DeviceType", "as_device", "as_dtype"},
     "dlbridge._dlpack": set(),
 }
