@@ -145,6 +145,7 @@ using dlb::per_thread_default_stream;
 using dlb::consumer_stream;
 using dlb::producer_stream;
 using dlb::work_stream;
+using dlb::capture_refused;
 
 // dlbridge/small_float.hpp
 using dlb::float_format;
