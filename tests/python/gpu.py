@@ -21,6 +21,21 @@ REQUIRE_GPU = os.environ.get("DLBRIDGE_REQUIRE_GPU") == "1"
 UNDER_SANITIZER = os.environ.get("DLBRIDGE_UNDER_COMPUTE_SANITIZER") == "1"
 
 
+def in_forked_child(checks):
+    """Runs `checks` (a function returning 0, or failure bits) in a child
+    forked from this process, never letting it return into pytest; asserts
+    that it returned 0 (128: it raised)."""
+    pid = os.fork()
+    if pid == 0:
+        failures = 128
+        try:
+            failures = checks()
+        finally:
+            os._exit(failures)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
 def skip_or_fail(reason):
     """Skips the test (or the module, at import) for want of `reason`; fails
     it instead under DLBRIDGE_REQUIRE_GPU=1."""

@@ -14,7 +14,7 @@ import pytest
 import dlbridge
 from dlbridge.testing._abi import ManagedTensor, Producer
 from exporters import CudaInterface, on_cuda
-from gpu import INFO, needs_no_gpu
+from gpu import INFO, in_forked_child, needs_no_gpu
 from messages import exactly
 
 NO_DEVICE = r"^no CUDA device is available \(.+\)$"
@@ -321,27 +321,20 @@ def test_a_forked_child_does_not_read_cuda_memory_it_inherited(device):
     # Host memory labelled pinned or managed stands in for the real thing:
     # the parent (which asked CUDA for its devices: gpu.INFO) reads it; a
     # child forked after that refuses to, before touching it.
-    import os
-
     a = dlbridge.from_dlpack(Producer(ManagedTensor(range(3), device=device), device=device))
     assert a.tolist() == [0.0, 1.0, 2.0]
-    pid = os.fork()
-    if pid == 0:  # the child: no pytest, only an exit status, whatever happens
+
+    def checks():
         failures = 0
-        try:
-            for read in (a.tolist, lambda: memoryview(a), lambda: a.__array_interface__):
-                try:
-                    read()
-                    failures |= 1
-                except BufferError as e:
-                    failures |= 0 if "was inherited across fork() from a process that used CUDA" in str(e) else 2
-            del a
-        except BaseException:
-            failures |= 128
-        finally:
-            os._exit(failures)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        for read in (a.tolist, lambda: memoryview(a), lambda: a.__array_interface__):
+            try:
+                read()
+                failures |= 1
+            except BufferError as e:
+                failures |= 0 if "was inherited across fork() from a process that used CUDA" in str(e) else 2
+        return failures
+
+    in_forked_child(checks)
     assert a.tolist() == [0.0, 1.0, 2.0]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import dlbridge
 from dlbridge.testing._abi import FLAG_IS_COPIED, Consumed
-from gpu import cuda_peer, needs_gpu, race_control
+from gpu import cuda_peer, in_forked_child, needs_gpu, race_control
 
 torch = cuda_peer("torch")
 pytestmark = needs_gpu
@@ -241,34 +241,28 @@ def test_a_child_forked_after_a_mere_import_may_use_cuda():
 
 
 def test_a_child_forked_after_cuda_was_used_refuses_it_cleanly():
-    import os
+    held = {"pinned": dlbridge.full(4, 1.0, dtype="float32", device="cuda_host"),
+            "device": dlbridge.zeros(4, dtype="float32", device="cuda")}
 
-    pinned = dlbridge.full(4, 1.0, dtype="float32", device="cuda_host")
-    device = dlbridge.zeros(4, dtype="float32", device="cuda")
-    pid = os.fork()
-    if pid == 0:  # the child: no pytest, only an exit status, whatever happens
+    def checks():
         failures = 0
         try:
-            try:
-                dlbridge.zeros(1, device="cuda")
-                failures |= 1
-            except RuntimeError as e:
-                failures |= 0 if "forked after CUDA was initialised in its parent" in str(e) else 1
-            try:
-                pinned.tolist()
-                failures |= 2
-            except BufferError as e:
-                failures |= 0 if "inherited across fork()" in str(e) else 2
-            failures |= 0 if dlbridge.build_info()["gpu_count"] == 0 else 4
-            failures |= 0 if dlbridge.release_cuda_cache() == 0 else 8
-            del pinned, device  # frees nothing: CUDA is not called
-        except BaseException:
-            failures |= 128
-        finally:
-            os._exit(failures)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
-    assert pinned.tolist() == [1.0] * 4 and values(device) == [0.0] * 4
+            dlbridge.zeros(1, device="cuda")
+            failures |= 1
+        except RuntimeError as e:
+            failures |= 0 if "forked after CUDA was initialised in its parent" in str(e) else 1
+        try:
+            held["pinned"].tolist()
+            failures |= 2
+        except BufferError as e:
+            failures |= 0 if "inherited across fork()" in str(e) else 2
+        failures |= 0 if dlbridge.build_info()["gpu_count"] == 0 else 4
+        failures |= 0 if dlbridge.release_cuda_cache() == 0 else 8
+        held.clear()  # the child's last references: their releases free nothing, CUDA is not called
+        return failures
+
+    in_forked_child(checks)
+    assert held["pinned"].tolist() == [1.0] * 4 and values(held["device"]) == [0.0] * 4
 
 
 # -- Stream ordering --------------------------------------------------------------------
