@@ -4,16 +4,17 @@
 //
 // For 2 MiB (from the caches) and 128 MiB (from memory) of float32 and
 // float64 it times: memcpy and a loop of plain 16-byte loads and stores, on
-// buffers already in memory; copy_strided's contiguous copy and transpose
-// into new memory, page faults included, as Array.copy() pays them; then 2-D
-// transposes of a power-of-two shape, and of the same shape with rows 16
-// elements longer (strides that are not powers of two), with each of the
-// engine's settings: 16-byte or AVX2 tiles (where the CPU has AVX2), tiles
-// for the caches or streaming stores and tiles for memory, one thread or
-// copy_threads(); at 128 MiB the power-of-two transposes with each setting
-// into new memory too, and new memory faulted in alone and before a copy
-// (where Linux has MADV_POPULATE_WRITE). Every figure is the minimum of interleaved samples, as
-// bytes copied per second, and its ratio to memcpy's minimum.
+// buffers already in memory; copy_strided's contiguous copy there, and its
+// contiguous copy and transpose into new memory, page faults included, as
+// Array.copy() pays them; then 2-D transposes of a power-of-two shape, and
+// of the same shape with rows 16 elements longer (strides that are not
+// powers of two), with each of the engine's settings: 16-byte or AVX2 tiles
+// (where the CPU has AVX2), tiles for the caches or streaming stores and
+// tiles for memory, one thread or copy_threads(); at 128 MiB the
+// power-of-two transposes with each setting into new memory too, and new
+// memory faulted in alone and before a copy (where Linux has
+// MADV_POPULATE_WRITE). Every figure is the minimum of interleaved samples,
+// as bytes copied per second, and its ratio to memcpy's minimum.
 //
 //   copy_engine [--quick]
 #include <algorithm>
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
       // Into memory not touched yet, as Array.copy() writes: its pages are
       // faulted in (and zeroed by the system) as the copy first writes them.
       const std::int64_t flat[] = {count}, unit[] = {1};
+      table.push_back({"copy_strided", [&] { dlb::copy_strided(flat, type, src.data, unit, dst.data, unit); }});
       table.push_back({"copy_strided into new memory", [&] {
                          auto out = dlb::tensor::empty(flat, type);
                          dlb::copy_strided(flat, type, src.data, unit, out.data(), unit);
