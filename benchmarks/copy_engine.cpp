@@ -4,14 +4,17 @@
 //
 // For 2 MiB (from the caches) and 128 MiB (from memory) of float32 and
 // float64 it times: memcpy and a loop of plain 16-byte loads and stores, on
-// buffers already in memory; copy_strided's contiguous copy and transpose
-// into new memory, page faults included, as Array.copy() pays them; then 2-D
-// transposes of a power-of-two shape, and of the same shape with rows 16
-// elements longer (strides that are not powers of two), with each of the
-// engine's settings: 16-byte or AVX2 tiles (where the CPU has AVX2), tiles
-// for the caches or streaming stores and tiles for memory, one thread or
-// copy_threads(). Every figure is the minimum of interleaved samples, as
-// bytes copied per second, and its ratio to memcpy's minimum.
+// buffers already in memory; copy_strided's contiguous copy there, and its
+// contiguous copy and transpose into new memory, page faults included, as
+// Array.copy() pays them; then 2-D transposes of a power-of-two shape, and
+// of the same shape with rows 16 elements longer (strides that are not
+// powers of two), with each of the engine's settings: 16-byte or AVX2 tiles
+// (where the CPU has AVX2), tiles for the caches or streaming stores and
+// tiles for memory, one thread or copy_threads(); at 128 MiB the
+// power-of-two transposes with each setting into new memory too, and new
+// memory faulted in alone and before a copy (where Linux has
+// MADV_POPULATE_WRITE). Every figure is the minimum of interleaved samples,
+// as bytes copied per second, and its ratio to memcpy's minimum.
 //
 //   copy_engine [--quick]
 #include <algorithm>
@@ -27,6 +30,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include "dlbridge/host_copy.hpp"
@@ -89,6 +93,7 @@ int main(int argc, char** argv) {
       // Into memory not touched yet, as Array.copy() writes: its pages are
       // faulted in (and zeroed by the system) as the copy first writes them.
       const std::int64_t flat[] = {count}, unit[] = {1};
+      table.push_back({"copy_strided", [&] { dlb::copy_strided(flat, type, src.data, unit, dst.data, unit); }});
       table.push_back({"copy_strided into new memory", [&] {
                          auto out = dlb::tensor::empty(flat, type);
                          dlb::copy_strided(flat, type, src.data, unit, out.data(), unit);
@@ -98,6 +103,32 @@ int main(int argc, char** argv) {
                          auto out = dlb::tensor::empty(shape, type);
                          dlb::copy_strided(shape, type, src.data, strides, out.data(), out.strides());
                        }});
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+      // What the system's part of writing new memory costs: its pages faulted
+      // in (and zeroed) alone, then before a copy instead of during it.
+      const auto populate = [](dlb::tensor& out) {
+        const auto page = std::uintptr_t(sysconf(_SC_PAGESIZE)), start = reinterpret_cast<std::uintptr_t>(out.data());
+        const auto first = (start + page - 1) / page * page;
+        (void)madvise(reinterpret_cast<void*>(first), start + std::uintptr_t(out.nbytes()) - first, MADV_POPULATE_WRITE);
+      };
+      if (bytes > 8 * mib) {
+        table.push_back({"new memory, faulted in only (MADV_POPULATE_WRITE)", [&] {
+                           auto out = dlb::tensor::empty(flat, type);
+                           populate(out);
+                         }});
+        table.push_back({"copy_strided into new memory faulted in first", [&] {
+                           auto out = dlb::tensor::empty(flat, type);
+                           populate(out);
+                           dlb::copy_strided(flat, type, src.data, unit, out.data(), unit);
+                         }});
+        table.push_back({"transpose, power-of-two rows, into new memory faulted in first", [&] {
+                           const std::int64_t shape[] = {cols, rows}, strides[] = {1, cols};
+                           auto out = dlb::tensor::empty(shape, type);
+                           populate(out);
+                           dlb::copy_strided(shape, type, src.data, strides, out.data(), out.strides());
+                         }});
+      }
+#endif
       for (const std::int64_t extra : {std::int64_t(0), pad}) {
         // dst (cols, rows) = the transpose of src (rows, cols), rows `extra` elements longer on both sides.
         const std::int64_t shape[] = {cols, rows}, src_strides[] = {1, cols + extra}, dst_strides[] = {rows + extra, 1};
@@ -110,11 +141,18 @@ int main(int argc, char** argv) {
             if (dlb::copy_threads() > 1 && bytes >= 8 * mib) pieces.push_back(dlb::copy_threads());
             for (const unsigned parts : pieces) {
               const dlb::detail::copy_settings how{parts, streaming, avx2};
-              table.push_back({layout + (avx2 ? ", AVX2" : ", 16-byte") + (streaming ? ", streaming" : ", cached") +
-                                   (parts > 1 ? ", " + std::to_string(parts) + " threads" : ""),
-                               [&, plan, how] {
+              const std::string setting = std::string(avx2 ? ", AVX2" : ", 16-byte") +
+                                          (streaming ? ", streaming" : ", cached") +
+                                          (parts > 1 ? ", " + std::to_string(parts) + " threads" : "");
+              table.push_back({layout + setting, [&, plan, how] {
                                  dlb::detail::copy_plan(plan, std::size_t(size), dst.data, src.data, how);
                                }});
+              if (extra == 0 && bytes > 8 * mib)  // as Array.copy() writes, with this setting
+                table.push_back({layout + ", into new memory" + setting, [&, plan, how] {
+                                   auto out = dlb::tensor::empty(shape, type);
+                                   dlb::detail::copy_plan(plan, std::size_t(size), static_cast<std::byte*>(out.data()),
+                                                          src.data, how);
+                                 }});
             }
           }
         }

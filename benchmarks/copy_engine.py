@@ -4,7 +4,8 @@ Builds benchmarks/copy_engine.cpp against the installed dlbridge's headers
 with the system's C++ compiler (`$CXX`, else c++; cached under
 build/benchmarks/) and prints its table: memcpy, plain 16-byte stores, and
 2-D transposes of power-of-two and padded rows with each tile setting, at
-2 MiB and 128 MiB, float32 and float64. It is for finding what limits the
+2 MiB and 128 MiB, float32 and float64, into memory already mapped and (at
+128 MiB) into new memory, whose cost alone it also times. It is for finding what limits the
 transposes of benchmarks/copies.py on a machine, and for choosing tiles on a
 new kind of machine; it is not part of run.py.
 
