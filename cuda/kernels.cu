@@ -108,7 +108,8 @@ void launch(const char* name, void (*kernel)(Params...), dim3 blocks, dim3 threa
   config.gridDim = blocks;
   config.blockDim = threads;
   config.stream = stream;
-  throw_on_error(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), std::string("launching ") + name);
+  if (const cudaError_t status = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...); status != cudaSuccess)
+    throw_on_error(status, std::string("launching ") + name);  // the message made only on failure
 }
 
 template <std::size_t Bytes>

@@ -77,8 +77,9 @@ def empty(shape, *, dtype=None, device=None):
 def zeros(shape, *, dtype=None, device=None):
     """A new C-contiguous array of zero bits (float64 by default)."""
     cdef cpp.tensor t = _allocate(shape, as_dtype("float64" if dtype is None else dtype), device, "zeros")
-    cdef cpp.scalar zero = _zero_bits(t.type())
+    cdef cpp.scalar zero
     if t.get_device().type != cpp.kDLCPU:
+        zero = _zero_bits(t.type())
         with nogil:  # waits for the GPU in pinned and managed memory
             fill_on_device(t, zero)
         return wrap(t)
