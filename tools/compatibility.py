@@ -77,7 +77,9 @@ class Report:
 
 def versions() -> dict[str, str | None]:
     import dlbridge
-    found: dict[str, str | None] = {"Python": platform.python_version(), "dlbridge": dlbridge.__version__}
+    # The minor version: a patch release changes no verdict, and Debian's 3.11.2 runs what pyenv's 3.11.7 wrote.
+    python = ".".join(platform.python_version_tuple()[:2])
+    found: dict[str, str | None] = {"Python": python, "dlbridge": dlbridge.__version__}
     for s in SUBJECTS:
         if s.distribution and s.distribution not in found:
             try:

@@ -33,7 +33,8 @@ sys.exit(in_venv or not os.path.exists(os.path.join(sysconfig.get_path("stdlib")
       fi
     fi
     python="$root/.venv/bin/python"
-    export PATH="$root/.venv/bin:$PATH"  # its meson, ninja and cython, as if activated
+    # As if activated: its meson, ninja and cython first on PATH, and the doctor's hints in terms of it.
+    export VIRTUAL_ENV="$root/.venv" PATH="$root/.venv/bin:$PATH"
   fi
   echo "== Python: $(command -v "$python") ($("$python" --version 2>&1))"
 }
@@ -60,4 +61,42 @@ build_tools() {
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("include"), "Python.h")))'; then
     debian_packages python3-dev
   fi
+}
+
+# install_torch [PIP_OPTION...]: PyTorch as tests/requirements.txt asks, with
+# those options (the constraints, or --upgrade). PyPI's torch for Linux x86_64
+# brings CUDA's libraries (2.8 GB); where no GPU is usable, the tests need
+# none of it: what the machine's pip would install is asked first (a CPU
+# build it has, as on this project's machines, is taken), else PyTorch's CPU
+# build from PyTorch's own index, and only where that cannot be had PyPI's.
+install_torch() {
+  local want report
+  want=$(grep -E '^torch\b' "$(dirname "${BASH_SOURCE[0]}")/../tests/requirements.txt")
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    "$python" -m pip install -q "$@" "$want"
+    return
+  fi
+  report=$("$python" -m pip install -q --dry-run --report - "$@" "$want" 2>/dev/null) || report=""
+  if [ -n "$report" ] && ! grep -q '"name": *"nvidia-' <<<"$report"; then
+    "$python" -m pip install -q "$@" "$want"
+    return
+  fi
+  echo "   no GPU here: PyTorch's CPU build, from PyTorch's index (PyPI's torch brings CUDA's libraries)"
+  if ! "$python" -m pip install -q --no-deps --retries 1 --timeout 30 \
+         --index-url https://download.pytorch.org/whl/cpu "$@" "$want"; then
+    echo "   PyTorch's index cannot be reached: PyPI's torch, with CUDA's libraries (about 2.8 GB more)"
+    "$python" -m pip install -q "$@" "$want"
+  fi
+}
+
+# find_python MINOR: prints an interpreter of Python MINOR (3.12, ...): pythonMINOR
+# where it runs, else the newest of pyenv's; fails where there is none.
+find_python() {
+  local candidate
+  if "python$1" -c '' >/dev/null 2>&1; then command -v "python$1"; return; fi
+  command -v pyenv >/dev/null || return 1
+  for candidate in $(ls -d "$(pyenv root)/versions/$1".* 2>/dev/null | sort -V -r); do
+    [ -x "$candidate/bin/python$1" ] && { echo "$candidate/bin/python$1"; return; }
+  done
+  return 1
 }

@@ -64,6 +64,13 @@ KIT_SUBJECTS = [("dlbridge.Array", "producer", "dlbridge.testing.libraries:dlbri
 # How to install the libraries the doctor probes (by row name), for the hint when one is missing.
 INSTALL = {"numpy": "numpy", "torch": "torch", "jax": "jax", "array_api_strict": "array-api-strict",
            "cupy": "cupy-cuda12x (or cupy-cuda13x)"}
+# PyPI's torch for Linux x86_64 brings CUDA's libraries (gigabytes): where no GPU is usable, PyTorch's CPU build.
+TORCH_CPU = "torch --index-url https://download.pytorch.org/whl/cpu"
+# The kit's factories over each library the doctor probes: (producer, consumer) in dlbridge.testing.libraries.
+KIT_FACTORIES = {"numpy": ("numpy_array", "numpy_from_dlpack"), "torch": ("torch_tensor", "torch_from_dlpack"),
+                 "jax": ("jax_array", "jax_from_dlpack"),
+                 "array_api_strict": ("array_api_strict_array", "array_api_strict_from_dlpack"),
+                 "cupy": ("cupy_array", "cupy_from_dlpack")}
 
 # The beginnings of the values that fail the check (see the exit status above).
 FAILURES = ("failed", "crashed", "timed out", "WRONG")
@@ -263,18 +270,58 @@ def main(argv: list[str] | None = None) -> int:
     _print_table([("library", "version", "library -> dlbridge", "dlbridge -> library")] +
                  [(r.library, r.version, r.into_dlbridge, r.from_dlbridge) for r in results])
     print()
-    print("What each library makes of a dlbridge array (docs/compatibility.md):")
-    _print_table([("library", "a transposed array arrives", "a writable array arrives", "a read-only array arrives")] +
-                 [(r.library, r.transposed_arrives, r.writable_arrives, r.read_only_arrives)
-                  for r in results if r.version != "-"])
-    missing = [INSTALL[r.library] for r in results if r.into_dlbridge == "not installed"]
-    if missing:
+    installed = [r for r in results if r.version != "-"]
+    if installed:
         print()
-        print(f"To check the libraries not installed too: pip install {' '.join(missing)}")
-    print("The kit's report on an installed library: python -m dlbridge check --producer "
-          "dlbridge.testing.libraries:numpy_array --consumer dlbridge.testing.libraries:numpy_from_dlpack "
-          "(torch_tensor, jax_array, ...; docs/check-your-library.md)")
+        print("What each library makes of a dlbridge array (docs/compatibility.md):")
+        _print_table([("library", "a transposed array arrives", "a writable array arrives",
+                       "a read-only array arrives")] +
+                     [(r.library, r.transposed_arrives, r.writable_arrives, r.read_only_arrives) for r in installed])
+    print()
+    for line in next_steps(results, gpu=bool(info["cuda"] and info["gpu_count"])):
+        print(line)
     return 1 if failed else 0
+
+
+def shell_python() -> str:
+    """How the user's shell runs this interpreter: `python` in its active
+    virtual environment, else its path (a virtual environment not activated,
+    such as the .venv install.sh makes for Debian's system Python, where
+    `python3 -m pip` would meet PEP 668)."""
+    if sys.prefix == sys.base_prefix:
+        return "python3"
+    active = os.environ.get("VIRTUAL_ENV")
+    if active and os.path.realpath(active) == os.path.realpath(sys.prefix):
+        return "python"
+    path = os.path.relpath(sys.executable)
+    return path if not path.startswith("..") else sys.executable
+
+
+def next_steps(results: Sequence[Exchange], gpu: bool) -> list[str]:
+    """What the user can do next, every command runnable here as printed:
+    install the missing libraries (no CUDA downloads and no CuPy where no GPU
+    is usable), and run the kit on a library that is installed."""
+    python = shell_python()
+    lines = []
+    missing = [r.library for r in results if r.into_dlbridge == "not installed" and (gpu or r.library != "cupy")]
+    if missing:
+        names = [INSTALL[name] for name in missing if gpu or name != "torch"]
+        if names:
+            lines.append(f"To check the libraries not installed too: {python} -m pip install {' '.join(names)}")
+        if not gpu and "torch" in missing:
+            lines.append(f"PyTorch's CPU build (no GPU is usable here; PyPI's torch brings CUDA's libraries): "
+                         f"{python} -m pip install {TORCH_CPU}")
+    kit = next((r.library for r in results if r.version != "-" and r.library in KIT_FACTORIES
+                and (gpu or r.library != "cupy")), None)
+    producer, consumer = KIT_FACTORIES[kit or "numpy"]
+    command = (f"{python} -m dlbridge check --producer dlbridge.testing.libraries:{producer} "
+               f"--consumer dlbridge.testing.libraries:{consumer}")
+    if kit:
+        lines.append(f"The kit's report on {kit}: {command} (docs/check-your-library.md)")
+    else:
+        lines.append(f"The kit's report on an array library, once one is installed (NumPy: {python} -m pip install "
+                     f"numpy): {command} (docs/check-your-library.md)")
+    return lines
 
 
 def _print_kit(verdicts: list[list[Result]]) -> None:

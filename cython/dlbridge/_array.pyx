@@ -479,7 +479,9 @@ cdef class Array:
         buffer.readonly = self.t.readonly()
         buffer.itemsize = itemsize
         buffer.format = <char*>fmt.data() if (flags & PyBUF_FORMAT) else NULL
-        buffer.ndim = ndim
+        # Without PyBUF_ND the consumer gets no shape, and reads the buffer as ndim 1 (memoryview reads
+        # shape[i] of a NULL shape otherwise, as PyBuffer_FillInfo's buffers are): C-contiguous here.
+        buffer.ndim = ndim if (flags & PyBUF_ND) == PyBUF_ND or ndim == 0 else 1
         buffer.shape = dims if (flags & PyBUF_ND) == PyBUF_ND else NULL
         buffer.strides = dims + ndim if strided else NULL
         buffer.suboffsets = NULL

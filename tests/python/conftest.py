@@ -1,8 +1,12 @@
-"""Fixtures shared by the test modules here."""
+"""Fixtures shared by the test modules here, and the markers they use."""
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
+import consumers
 import gpu
 
 
@@ -10,6 +14,12 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "peers_only: runs no dlbridge code beyond its import: the conformance kit on other libraries' "
                    "subjects or on seeded bugs. tests/run's asan-python stage deselects these (docs/hardening.md).")
+    config.addinivalue_line(
+        "markers", "numpy_jax: the outcome depends on the NumPy or JAX version (an exchange with either, or a "
+                   "comparison with what it does). tests/run's floor stage runs these with the oldest supported.")
+    config.addinivalue_line(
+        "markers", "needs_torch: uses PyTorch. tests/run's versions stage, on Pythons for which PyPI's PyTorch "
+                   "brings CUDA, deselects these.")
 
 
 @pytest.fixture
@@ -27,3 +37,63 @@ def deliberate_crashes(monkeypatch):
     a signal the test can see, and is no sanitizer report."""
     if os.environ.get("ASAN_OPTIONS"):
         monkeypatch.setenv("ASAN_OPTIONS", os.environ["ASAN_OPTIONS"] + ":handle_segv=0:handle_abort=0")
+
+
+# The compiled consumers, each built once per run (consumers.built_once).
+
+@pytest.fixture(scope="session")
+def builds_base(tmp_path_factory):
+    """A folder the run's workers share (pytest-xdist's are below one)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "consumer-builds"
+
+
+@pytest.fixture(scope="session")
+def cython_example(builds_base):
+    """tests/downstream/cython installed: (target folder, build folder)."""
+    source = consumers.DOWNSTREAM / "cython"
+    folder = consumers.built_once(source, builds_base, lambda f: consumers.pip_install(source, f))
+    return folder / "target", folder / "build"
+
+
+@pytest.fixture(scope="session")
+def consumer_template(builds_base):
+    """A copy of tests/downstream/template, as a user makes one, installed: the target folder."""
+    source = consumers.DOWNSTREAM / "template"
+
+    def build(folder):
+        shutil.copytree(source, folder / "my-kernels")  # nowhere near this checkout
+        consumers.pip_install(folder / "my-kernels", folder)
+
+    return consumers.built_once(source, builds_base, build) / "target"
+
+
+@pytest.fixture(scope="session")
+def kernels_package(builds_base):
+    """tests/downstream/kernels installed: the target folder."""
+    source = consumers.DOWNSTREAM / "kernels"
+    return consumers.built_once(source, builds_base, lambda f: consumers.pip_install(source, f)) / "target"
+
+
+@pytest.fixture(scope="session")
+def bindings(builds_base):
+    """tests/downstream/bindings (dlb_nanobind, dlb_pybind11) built with Meson: the build folder."""
+    pytest.importorskip("nanobind")
+    pytest.importorskip("pybind11")
+    if not consumers.INSTALLED:
+        pytest.skip(f"dlbridge at {os.path.dirname(consumers.dlbridge.__file__)} is not an installed wheel; the "
+                    "binding modules build against an installed dlbridge: pip install .")
+    source = consumers.DOWNSTREAM / "bindings"
+
+    def build(folder):
+        setup = ["meson", "setup", str(folder / "build"), str(source), f"-Dpython={sys.executable}"]
+        # tests/run's asan-python stage sanitizes the modules too: the casters and
+        # dlbridge's headers run inside them.
+        sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
+        if sanitize:
+            setup += [f"-Db_sanitize={sanitize}", "-Dcpp_args=-fno-sanitize-recover=all"]
+        for step in (setup, ["meson", "compile", "-C", str(folder / "build")]):
+            result = subprocess.run(step, capture_output=True, text=True, timeout=900)
+            assert result.returncode == 0, result.stdout + result.stderr
+
+    return consumers.built_once(source, builds_base, build) / "build"

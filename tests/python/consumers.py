@@ -1,15 +1,32 @@
 """Consumer packages built against the INSTALLED dlbridge, as their authors
-build them (pip, no build isolation): the Cython example, the template and
-the kernels package (test_cython_consumers.py, test_consumer_template.py,
-test_kernels.py)."""
+build them (pip, no build isolation): the Cython example, the template, the
+kernels package, the nanobind and pybind11 bindings and nanobind_arrays
+(conftest.py's session fixtures).
+
+Each is built once per run: into a folder named by a digest of what the
+build depends on (its sources, the dlbridge installed, the interpreter, the
+tools' versions, the sanitizer), under $DLBRIDGE_TEST_BUILDS (tests/run sets
+it anew for each run, so the floor stage reuses the python stage's builds and
+asan-python makes sanitized ones), else under pytest's temporary folder of
+the run, which its workers share. A lock lets one worker build while the
+other waits for it."""
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import textwrap
+from typing import Callable
 
 import pytest
 
 import dlbridge
+
+DOWNSTREAM = pathlib.Path(__file__).resolve().parents[1] / "downstream"
 
 # A source tree (an editable install, or the build folder on PYTHONPATH) has
 # no headers beside the package.
@@ -35,3 +52,52 @@ def pip_install(source: pathlib.Path, root: pathlib.Path) -> pathlib.Path:
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     return root / "target"
+
+
+def _digest(source: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
+    package = pathlib.Path(dlbridge.__file__).resolve().parent
+    for record in sorted(package.parent.glob("dlbridge-*.dist-info/RECORD")):
+        digest.update(record.read_bytes())
+    digest.update(str(package).encode())
+    tools = []
+    for name in ("Cython", "meson", "meson-python", "nanobind", "pybind11"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            tools.append(f"{name} {importlib.metadata.version(name)}")
+    digest.update(f"{sys.executable} {tools} {os.environ.get('DLBRIDGE_TEST_SANITIZE')}".encode())
+    return digest.hexdigest()[:16]
+
+
+def built_once(source: pathlib.Path, base: pathlib.Path, build: Callable[[pathlib.Path], None]) -> pathlib.Path:
+    """The folder in which `build(folder)` built `source`, built by the first
+    caller of this run; a failed build fails every caller."""
+    root = pathlib.Path(os.environ.get("DLBRIDGE_TEST_BUILDS") or base)
+    folder = root / f"{source.name}-{_digest(source)}"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / "built").touch()
+    return folder
+
+
+def run_example(example, code):
+    """Runs `code` in a fresh interpreter that has imported NumPy, PyTorch
+    where the code names it, dlbridge and the Cython example (as np, torch,
+    dlbridge, ex); warnings are errors there, once those imports are done."""
+    target, _ = example
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH")) if p)
+    torch = "import torch\n" if "torch" in code else ""  # where the code uses it: tests/run's versions stage has none
+    prelude = (f"import gc, warnings\nimport numpy as np\n{torch}import dlbridge\nimport dlb_example as ex\n"
+               "warnings.simplefilter('error')\n"
+               f"assert dlbridge.__file__ == {dlbridge.__file__!r}, dlbridge.__file__\n")
+    result = subprocess.run([sys.executable, "-X", "faulthandler", "-c", prelude + textwrap.dedent(code)],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout

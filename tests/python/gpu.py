@@ -9,6 +9,7 @@ tests under compute-sanitizer, skips the controls that need two streams to
 race, which the tool serialises."""
 import importlib
 import os
+import warnings
 
 import pytest
 
@@ -25,7 +26,11 @@ def in_forked_child(checks):
     """Runs `checks` (a function returning 0, or failure bits) in a child
     forked from this process, never letting it return into pytest; asserts
     that it returned 0 (128: it raised)."""
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # JAX, imported by another test of the worker, warns that its threads do not survive a fork:
+        # the child runs only `checks`, which use no JAX, and exits.
+        warnings.filterwarnings("ignore", "os.fork.. was called", RuntimeWarning)
+        pid = os.fork()
     if pid == 0:
         failures = 128
         try:

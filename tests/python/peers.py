@@ -3,6 +3,7 @@ rule written once. Tests assert the rule of the version installed (never skip
 it), so the suite passes, and means the same, from the oldest supported
 version to the newest."""
 import importlib.metadata
+import sys
 
 import numpy as np
 
@@ -58,3 +59,8 @@ JAX_KNOWS_FLOAT6 = JAX >= (0, 10, 2)
 # (__dlpack__(dl_device=(9, 0))); from 2.4 BufferError, as the array API asks
 # (numpy#30351, in 2.4.0).
 NUMPY_DLPACK_DEVICE_BUFFER_ERROR = NUMPY >= "2.4.0"
+
+# array-api-strict defines __buffer__ (PEP 688), which Python 3.12 and newer
+# take as the buffer protocol; Python 3.11 ignores it, so there its arrays
+# export no buffer.
+ARRAY_API_STRICT_EXPORTS_A_BUFFER = sys.version_info >= (3, 12)

@@ -20,6 +20,8 @@ from dlbridge.testing._abi import (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyB
 from peers import NUMPY_REPR_SCIENTIFIC_BY_PRECISION, SCIENTIFIC_FROM, numpy_scalar_refusal
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
+
 NUMPY_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "float32", "float64", "complex64", "complex128"]
 

@@ -21,8 +21,10 @@ import torch
 
 import dlbridge
 from dlbridge.testing._abi import Consumed, ManagedTensor, Producer
-from test_dtypes_values import array_from_codes as small_array_from_codes
+from dtype_codes import array_from_codes as small_array_from_codes
 from messages import exactly
+
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
 
 BCOMPLEX32 = np.dtype(ml_dtypes.bcomplex32)
 REALS = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",

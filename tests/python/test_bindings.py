@@ -22,29 +22,13 @@ import dlbridge
 from dlbridge.testing._abi import ManagedTensor, Producer
 
 SOURCE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "bindings"
-INSTALLED = os.path.isdir(dlbridge.get_include())
 TOOLS = ["dlb_nanobind", "dlb_pybind11"]
 
 
-@pytest.fixture(scope="module")
-def build_folder(tmp_path_factory):
-    """Builds both modules once; returns the folder that holds them."""
-    pytest.importorskip("nanobind")
-    pytest.importorskip("pybind11")
-    if not INSTALLED:
-        pytest.skip(f"dlbridge at {dlbridge.__file__} is not an installed wheel (no {dlbridge.get_include()}); "
-                    "the binding modules build against an installed dlbridge: pip install .")
-    folder = tmp_path_factory.mktemp("bindings") / "build"
-    setup = ["meson", "setup", str(folder), str(SOURCE), f"-Dpython={sys.executable}"]
-    # tests/run's asan-python stage sanitizes the modules too: the casters and
-    # dlbridge's headers run inside them.
-    sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
-    if sanitize:
-        setup += [f"-Db_sanitize={sanitize}", "-Dcpp_args=-fno-sanitize-recover=all"]
-    for step in (setup, ["meson", "compile", "-C", str(folder)]):
-        result = subprocess.run(step, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, result.stdout + result.stderr
-    return folder
+@pytest.fixture
+def build_folder(bindings):
+    """Both modules, built once per run (conftest.py): the folder that holds them."""
+    return bindings
 
 
 @pytest.fixture(params=TOOLS)

@@ -4,7 +4,6 @@ producer and shows its demands; docs/cython-guide.md quotes its files whole."""
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,19 +11,16 @@ import textwrap
 import pytest
 
 import dlbridge
-from consumers import pip_install
 
 TEMPLATE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "template"
 GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython-guide.md"
 DEMANDS = "float64[*] cpu read-only"
 
 
-@pytest.fixture(scope="module")
-def target(tmp_path_factory):
-    root = tmp_path_factory.mktemp("template")
-    copy = root / "my-kernels"
-    shutil.copytree(TEMPLATE, copy)  # as a user would: a copy, nowhere near this checkout
-    return pip_install(copy, root)
+@pytest.fixture
+def target(consumer_template):
+    """A copy of the template, built once per run (conftest.py): the folder it is installed in."""
+    return consumer_template
 
 
 def run(target, code, *args):

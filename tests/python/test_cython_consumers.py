@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 import dlbridge
-from consumers import INSTALLED, pip_install
+from consumers import INSTALLED, run_example as run
 from gpu import needs_gpu
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "cython"
@@ -25,27 +25,10 @@ PACKAGE = pathlib.Path(os.path.abspath(dlbridge.__file__)).parent
 
 GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython-guide.md"
 
-@pytest.fixture(scope="module")
-def example(tmp_path_factory):
-    """pip-installs the example into a fresh folder; returns (target, build folder)."""
-    root = tmp_path_factory.mktemp("cython-example")
-    return pip_install(EXAMPLE, root), root / "build"
-
-
-def run(example, code):
-    """Runs `code` in a fresh interpreter that has imported NumPy, PyTorch,
-    dlbridge and the example (as np, torch, dlbridge, ex); warnings are
-    errors there, once those imports are done."""
-    target, _ = example
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH")) if p)
-    prelude = ("import gc, warnings\nimport numpy as np\nimport torch\nimport dlbridge\nimport dlb_example as ex\n"
-               "warnings.simplefilter('error')\n"
-               f"assert dlbridge.__file__ == {dlbridge.__file__!r}, dlbridge.__file__\n")
-    result = subprocess.run([sys.executable, "-X", "faulthandler", "-c", prelude + textwrap.dedent(code)],
-                            capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+@pytest.fixture
+def example(cython_example):
+    """The example, built once per run (conftest.py): (target, build folder)."""
+    return cython_example
 
 
 def test_builds_against_the_installed_package(example):
@@ -95,6 +78,7 @@ def test_stubs_of_the_example(example, tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@pytest.mark.needs_torch
 def test_checked_view_reads_numpy_and_torch(example):
     run(example, """
         a = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -168,6 +152,7 @@ def test_unmet_constraint_is_type_error_naming_the_argument(example):
     """) + EXPECT_TYPE_ERRORS)
 
 
+@pytest.mark.needs_torch
 def test_arguments_from_every_producer_share_memory(example):
     run(example, """
         import array
@@ -206,6 +191,7 @@ def test_arguments_from_every_producer_share_memory(example):
     """)
 
 
+@pytest.mark.needs_torch
 def test_exchanges_that_fail_stay_the_protocols_errors(example):
     run(example, """
         class Impostor:
@@ -299,6 +285,7 @@ def test_a_producer_without_dlpack_device_is_an_argument(example):
     """)
 
 
+@pytest.mark.needs_torch
 def test_arguments_hold_no_reference_after_the_call(example):
     run(example, """
         import sys
@@ -324,6 +311,7 @@ def test_arguments_hold_no_reference_after_the_call(example):
     """)
 
 
+@pytest.mark.needs_torch
 def test_arguments_from_threads(example):
     run(example, """
         import threading
@@ -364,6 +352,7 @@ def test_check_without_exceptions(example):
     """)
 
 
+@pytest.mark.needs_torch
 def test_writes_through_to_numpy_and_torch(example):
     run(example, """
         a = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -388,6 +377,7 @@ def test_c_level_description(example):
     """)
 
 
+@pytest.mark.needs_torch
 def test_array_made_in_cpp_is_zero_copy(example):
     run(example, """
         g = ex.grid(3, 4)
@@ -471,6 +461,7 @@ def test_guide_quotes_the_example_verbatim():
         assert block in (root / name).read_text(), f"{name} no longer contains:\n{block}"
 
 
+@pytest.mark.needs_torch
 def test_plain_cpp_extension_takes_every_producer(example):
     # dlb_plain.cpp: the same converter from C++ with no Cython
     # (dlb::python::array_argument, <dlbridge/argument.hpp>).
@@ -552,6 +543,7 @@ NAMINGS = [("total", "x", "total(): argument 'x'"), (None, "x", "argument 'x'"),
            (None, None, "argument")]
 
 
+@pytest.mark.needs_torch
 def test_null_names_are_left_out_of_the_messages(example):
     run(example, RAISES + f"namings = {NAMINGS!r}\n" + textwrap.dedent("""
         import dlb_contracts as c
@@ -568,6 +560,7 @@ def test_null_names_are_left_out_of_the_messages(example):
     """))
 
 
+@pytest.mark.needs_torch
 def test_null_objects_and_pointers_are_errors_or_nothing(example):
     run(example, RAISES + textwrap.dedent("""
         import sys
@@ -588,6 +581,7 @@ def test_null_objects_and_pointers_are_errors_or_nothing(example):
 
 # -- Returning arrays made in C++ (wrap_like, to_python, to_python_like) --------
 
+@pytest.mark.needs_torch
 def test_arrays_return_like_their_input(example):
     # NumPy in, ndarray out (a subclass gives a base-class ndarray); torch in,
     # torch out; JAX in, JAX out; anything else a dlbridge.Array. Zero copy:
@@ -661,6 +655,7 @@ def test_returned_ndarrays_have_numpys_own_dtype(example):
     """)
 
 
+@pytest.mark.needs_torch
 def test_returned_arrays_are_truthful(example):
     # What a library cannot hold as it is, it does not get: device memory is
     # not NumPy's, read-only data not PyTorch's, bfloat16 not NumPy's dtype.
@@ -695,6 +690,7 @@ def test_returned_arrays_are_truthful(example):
     """))
 
 
+@pytest.mark.needs_torch
 def test_returned_arrays_release_their_tensor_once(example):
     run(example, """
         import sys
@@ -766,6 +762,7 @@ def test_c_level_creation(example):
 
 
 
+@pytest.mark.needs_torch
 @needs_gpu
 def test_arrays_made_on_a_gpu_return_labelled_cuda(example):
     # zeros_like of a CUDA view allocates on that GPU, labelled cuda:0.
@@ -800,6 +797,7 @@ producers = {
 """
 
 
+@pytest.mark.needs_torch
 def test_several_dtypes_pick_the_view_from_every_producer(example):
     run(example, PRODUCERS + textwrap.dedent("""
         for name, make in producers.items():
@@ -871,6 +869,7 @@ def test_several_dtypes_errors_name_the_set(example):
     run(example, PRODUCERS + f"cases = {SEVERAL_UNMET!r}\n" + EXPECT_TYPE_ERRORS)
 
 
+@pytest.mark.needs_torch
 def test_copy_if_needed_converts_only_what_does_not_fit(example):
     run(example, PRODUCERS + textwrap.dedent("""
         expected = np.arange(6).reshape(2, 3)

@@ -2,6 +2,7 @@
 and that a broken library becomes a row saying what happened, never the
 doctor's own end. The broken libraries are fakes, put first on PYTHONPATH
 under names the doctor probes: array_api_strict and cupy."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 
 import dlbridge
 from dlbridge import _probe
+from dlbridge.__main__ import next_steps, shell_python
 from peers import numpy_from_dlpack_writable
 
 # Enough of array_api_strict's and of CuPy's API for the doctor's probes, over NumPy.
@@ -41,7 +43,8 @@ def from_dlpack(x):
     return Array(numpy.from_dlpack(x))
 """
 
-REAL = ("numpy", "torch", "jax")
+# The real libraries probed beside the fakes: those installed (tests/run's versions stage has no PyTorch).
+REAL = tuple(name for name in ("numpy", "torch", "jax") if importlib.util.find_spec(name))
 
 
 def with_from_dlpack(body: str) -> str:
@@ -65,6 +68,8 @@ def rows(result) -> dict:
     return {row["library"]: row for row in report["exchanges"]}
 
 
+@pytest.mark.numpy_jax
+@pytest.mark.needs_torch
 def test_main_job_reports_zero_copy_with_installed_libraries():
     result = subprocess.run([sys.executable, "-m", "dlbridge", "--json"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -107,7 +112,62 @@ def test_main_job_checks_dlbridge_and_the_buffer_exporters_with_no_library_insta
     assert {e["into_dlbridge"] for e in report["exchanges"]} == {"not installed"}
     text = as_text.stdout
     assert "The DLPack conformance kit on what every Python has (python -m dlbridge check):" in text
-    assert "To check the libraries not installed too: pip install numpy torch jax array-api-strict cupy" in text
+    # How the hints name the interpreter, as the child (-S: no virtual environment's prefix) sees it.
+    python = subprocess.run([sys.executable, "-S", "-c", "from dlbridge.__main__ import shell_python; "
+                             "print(shell_python())"], capture_output=True, text=True, env=env).stdout.strip()
+    # No GPU here: PyTorch's CPU build, and no CuPy; the kit's command once a library is installed.
+    assert f"To check the libraries not installed too: {python} -m pip install numpy jax array-api-strict\n" in text
+    assert (f"PyTorch's CPU build (no GPU is usable here; PyPI's torch brings CUDA's libraries): {python} -m pip "
+            "install torch --index-url https://download.pytorch.org/whl/cpu\n") in text
+    assert (f"The kit's report on an array library, once one is installed (NumPy: {python} -m pip install numpy): "
+            f"{python} -m dlbridge check --producer dlbridge.testing.libraries:numpy_array") in text
+    assert "a dlbridge array arrives" not in text  # that table has no row when no library is installed
+    assert [line for line in text.splitlines() if "cupy" in line and "pip install" in line] == []
+
+
+def exchange(library, installed):
+    """A doctor's row of `library`, installed and exchanging or not installed."""
+    fields = ["zero-copy", "zero-copy", "writable", "read-only", "same values"] if installed else \
+        ["not installed", "not installed", "-", "-", "-"]
+    return _probe.Exchange(library, "1.0" if installed else "-", *fields)
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_next_steps_are_runnable_as_printed(gpu, monkeypatch):
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # as pyenv's or python.org's python3
+    rows = [exchange("numpy", False), exchange("torch", True), exchange("jax", False),
+            exchange("array_api_strict", True), exchange("cupy", False)]
+    steps = next_steps(rows, gpu=gpu)
+    if gpu:
+        assert steps[0] == "To check the libraries not installed too: python3 -m pip install numpy jax cupy-cuda12x " \
+                           "(or cupy-cuda13x)"
+    else:
+        assert steps[0] == "To check the libraries not installed too: python3 -m pip install numpy jax"
+    # The first installed library the kit has factories for.
+    assert steps[-1] == ("The kit's report on torch: python3 -m dlbridge check --producer "
+                         "dlbridge.testing.libraries:torch_tensor --consumer dlbridge.testing.libraries:torch_from_dlpack"
+                         " (docs/check-your-library.md)")
+    assert len(steps) == 2
+    # PyTorch missing on a machine without a GPU: its CPU build, never PyPI's CUDA one.
+    rows[1] = exchange("torch", False)
+    assert any(line.endswith("python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu")
+               for line in next_steps(rows, gpu=False))
+    assert "python3 -m pip install numpy torch jax cupy" in next_steps(rows, gpu=True)[0]
+
+
+def test_hints_name_the_virtual_environment_the_shell_has_not_activated(monkeypatch, tmp_path):
+    """install.sh's .venv for Debian's system Python: `python3 -m pip` would
+    meet PEP 668 there, so the hints name the environment's interpreter until
+    it is activated."""
+    monkeypatch.setattr(sys, "base_prefix", "/usr")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / ".venv" / "bin" / "python"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    assert shell_python() == ".venv/bin/python"
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / ".venv"))
+    assert shell_python() == "python"
 
 
 def test_consumers_that_ignore_or_refuse_strides():

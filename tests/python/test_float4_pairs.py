@@ -20,6 +20,8 @@ import dlbridge
 from dlbridge.testing._abi import Consumed, ManagedTensor, Producer
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
+
 PAIRS = (17, 4, 2)
 STRIDED_LAST_AXIS = ("invalid tensor: strides: axis {axis}: expected stride 1 on the last axis of float4 pairs "
                      "(float4_e2m1fn_x2, lanes 2), got stride {stride}")

@@ -20,7 +20,9 @@ pytestmark = needs_no_gpu
 
 def run(command, require, **env_overrides):
     env = {k: v for k, v in os.environ.items() if k != "DLBRIDGE_REQUIRE_GPU"}
+    # This interpreter, whose sys.path the children get (tests/gpu/run's python3 may be another Python).
     env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p])
+    env["PYTHON"] = sys.executable
     if require:
         env["DLBRIDGE_REQUIRE_GPU"] = "1"
     env.update(env_overrides)
@@ -28,6 +30,7 @@ def run(command, require, **env_overrides):
     return result.returncode, result.stdout + result.stderr
 
 
+@pytest.mark.needs_torch  # the GPU suite's files import it
 def test_the_python_gpu_suite_skips_and_fails_under_require_gpu():
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
                str(ROOT / "tests" / "python" / "test_cuda_gpu.py")]

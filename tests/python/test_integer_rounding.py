@@ -18,7 +18,9 @@ import pytest
 import torch
 
 import dlbridge
-from test_dtypes_values import NAMES, assert_same_codes, code_type, codes_of, ml_type
+from dtype_codes import NAMES, assert_same_codes, code_type, codes_of, ml_type
+
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
 
 TARGETS = ["float32", "float64"] + NAMES
 INT64_MIN, INT64_MAX, UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1

@@ -38,6 +38,8 @@ from gpu import NO_GPU
 from peers import (JAX_HONOURS_COPY_FALSE, JAX_IMPORTS_FLOAT4, JAX_KNOWS_FLOAT6,
                    NUMPY_FROM_DLPACK_KEEPS_WRITABLE, numpy_from_dlpack_writable)
 
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _jax_x64():
@@ -171,6 +173,25 @@ NEGATIVE = {"neg", "neg2d", "neg_offset"}
 TORCH_LAYOUTS = [k for k in LAYOUTS if k not in NEGATIVE]
 SMALL_LAYOUTS = ["0d", "empty2", "ones32", "contig3d", "transpose", "offset2d"]
 
+# The exchanges are tested along axes, not over every (dtype, layout) cell:
+# a dtype changes the element (its size, its values, its scalars), a layout
+# the strides and the offset, and what one does is independent of the other
+# but for the element size strides are counted in. So every dtype goes
+# through a 0-d array (its scalars) and a strided view with an offset (its
+# size in the strides), and every layout through a few dtypes that differ in
+# size and kind. A failure's id names the path: test_...[int16-step2d].
+DTYPE_AXIS_LAYOUTS = ("0d", "step2d")
+LAYOUT_AXIS_DTYPES = ("bool", "uint16", "float32", "complex128", "bfloat16", "float8_e4m3fn")
+
+
+def axes(dtypes, layouts, on=DTYPE_AXIS_LAYOUTS, special=()):
+    """(dtype, layout) pairs: every dtype on the layouts `on` (those of them in
+    `layouts`), every layout on LAYOUT_AXIS_DTYPES (those in `dtypes`), and
+    the `special` pairs, each pair once."""
+    pairs = [(name, layout) for layout in on if layout in layouts for name in dtypes]
+    pairs += [(name, layout) for layout in layouts for name in LAYOUT_AXIS_DTYPES if name in dtypes]
+    return list(dict.fromkeys(pairs + list(special)))
+
 
 def np_view(name, layout):
     shape, view = LAYOUTS[layout]
@@ -239,8 +260,7 @@ class InterfaceOnly:
 # ===========================================================================
 # NumPy -> dlbridge
 
-@pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("name", NUMPY_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(NUMPY_DTYPES, list(LAYOUTS)))
 @pytest.mark.parametrize("entry", ["from_dlpack", "asarray"])
 def test_numpy_to_dlbridge(entry, name, layout):
     a = np_view(name, layout)
@@ -251,8 +271,8 @@ def test_numpy_to_dlbridge(entry, name, layout):
     assert d.__dlpack_device__() == (1, 0)
 
 
-@pytest.mark.parametrize("layout", ["contig3d", "transpose", "neg2d", "offset2d", "empty2", "0d"])
-@pytest.mark.parametrize("name", NUMPY_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(NUMPY_DTYPES, ["contig3d", "transpose", "neg2d", "offset2d", "empty2", "0d"],
+                                              on=("0d", "neg2d")))
 @pytest.mark.parametrize("path", ["buffer", "array_interface"])
 def test_numpy_to_dlbridge_without_dlpack(path, name, layout):
     """asarray through the buffer protocol and through __array_interface__ alone."""
@@ -321,8 +341,7 @@ def test_ml_dtypes_values_reach_dlbridge_via_jax(name):
 # ===========================================================================
 # dlbridge -> NumPy (DLPack, buffer protocol, __array_interface__)
 
-@pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("name", NUMPY_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(NUMPY_DTYPES, list(LAYOUTS)))
 def test_dlbridge_to_numpy_from_dlpack(name, layout):
     d = dlb_view(name, layout)
     n = np.from_dlpack(d)
@@ -335,8 +354,7 @@ def test_dlbridge_to_numpy_from_dlpack(name, layout):
     assert n.flags.writeable is numpy_from_dlpack_writable(True, d.size)
 
 
-@pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("name", NUMPY_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(NUMPY_DTYPES, list(LAYOUTS)))
 def test_dlbridge_to_numpy_buffer_protocol(name, layout):
     d = dlb_view(name, layout)
     mv = memoryview(d)
@@ -353,8 +371,7 @@ def test_dlbridge_to_numpy_buffer_protocol(name, layout):
     assert n.flags.writeable
 
 
-@pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("name", NUMPY_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(NUMPY_DTYPES, list(LAYOUTS)))
 def test_dlbridge_to_numpy_array_interface(name, layout):
     d = dlb_view(name, layout)
     ai = d.__array_interface__
@@ -533,8 +550,7 @@ def torch_view(name, layout):
     return view(torch_base(name, shape))
 
 
-@pytest.mark.parametrize("layout", TORCH_LAYOUTS)
-@pytest.mark.parametrize("name", TORCH_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(TORCH_DTYPES, TORCH_LAYOUTS))
 @pytest.mark.parametrize("entry", ["from_dlpack", "asarray"])
 def test_torch_to_dlbridge(entry, name, layout):
     t = torch_view(name, layout)
@@ -550,8 +566,7 @@ def test_torch_to_dlbridge(entry, name, layout):
     assert d.tolist() == as_py(t) == expected(name, layout)
 
 
-@pytest.mark.parametrize("layout", TORCH_LAYOUTS)
-@pytest.mark.parametrize("name", TORCH_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(TORCH_DTYPES, TORCH_LAYOUTS))
 def test_dlbridge_to_torch(name, layout):
     d = dlb_view(name, layout)
     t = torch.from_dlpack(d)
@@ -655,8 +670,8 @@ def jax_view(name, layout):
     return view(jax_base(name, shape))
 
 
-@pytest.mark.parametrize("layout", JAX_LAYOUTS_IN)
-@pytest.mark.parametrize("name", JAX_DTYPES + ["float4_e2m1fn"])
+# JAX makes C-contiguous arrays only: every dtype on a 0-d and a 3-d one.
+@pytest.mark.parametrize("name, layout", axes(JAX_DTYPES + ["float4_e2m1fn"], JAX_LAYOUTS_IN, on=("0d", "contig3d")))
 @pytest.mark.parametrize("entry", ["from_dlpack", "asarray"])
 def test_jax_to_dlbridge(entry, name, layout):
     """JAX answers max_version=(1, 0) with a legacy 'dltensor' capsule, which
@@ -699,8 +714,8 @@ def test_jax_subbyte_ints_refused_by_producer(name):
         dlbridge.from_dlpack(x)
 
 
-@pytest.mark.parametrize("layout", ["0d", "empty1", "empty2", "ones32", "contig3d", "transpose", "permute"])
-@pytest.mark.parametrize("name", JAX_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(JAX_DTYPES, ["0d", "empty1", "empty2", "ones32", "contig3d", "transpose",
+                                                          "permute"], on=("0d", "permute")))
 @pytest.mark.parametrize("entry", ["jax.dlpack", "jnp"])
 def test_dlbridge_to_jax(entry, name, layout):
     """dlbridge allocations are 64-byte aligned, so XLA imports them without a
@@ -798,8 +813,8 @@ def test_jax_readonly_export_refused_as_legacy():
 # ===========================================================================
 # array_api_strict
 
-@pytest.mark.parametrize("layout", ["0d", "empty2", "ones32", "contig3d", "transpose", "neg2d", "offset2d"])
-@pytest.mark.parametrize("name", XP_DTYPES)
+@pytest.mark.parametrize("name, layout", axes(XP_DTYPES, ["0d", "empty2", "ones32", "contig3d", "transpose", "neg2d",
+                                                         "offset2d"], on=("0d", "neg2d")))
 def test_array_api_strict_both_ways(name, layout):
     a = np_view(name, layout)
     x = xp.asarray(a, copy=False)
@@ -1279,10 +1294,29 @@ def test_buffer_request_flags(request_name, layout):
             assert [view.strides[i] for i in range(view.ndim)] == [s * 8 for s in d.strides]
         else:
             assert not view.strides
+        if flags & PyBUF_ND == PyBUF_ND:
+            assert [view.shape[i] for i in range(view.ndim)] == list(d.shape)
+        else:  # no shape: one axis of len / itemsize elements, which memoryview reads without one
+            assert not view.shape and view.ndim == 1
         if flags in (PyBUF_SIMPLE, PyBUF_ND, PyBUF_C_CONTIGUOUS) or layout == "c":
             assert _c_contiguous_bytes(view) == np.ascontiguousarray(reference).tobytes()
     finally:
         release_buffer(view)
+
+
+@pytest.mark.parametrize("flags", [PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_ND, PyBUF_STRIDES, PyBUF_FULL_RO])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3), (2, 1, 3)])
+def test_dunder_buffer_gives_a_memoryview_of_every_request(flags, shape):
+    """Python 3.12's __buffer__(flags) (PEP 688) makes a memoryview of any
+    request, shape or none: of a 2-d array without PyBUF_ND, one axis of
+    bytes, as CPython's own exporters give."""
+    if sys.version_info < (3, 12):
+        pytest.skip(f"__buffer__ is Python 3.12's (PEP 688); this is {sys.version.split()[0]}")
+    d = dlbridge.asarray(np.arange(math.prod(shape), dtype=np.float64).reshape(shape))
+    with d.__buffer__(flags) as view:
+        assert view.nbytes == d.nbytes
+        assert view.tobytes() == np.from_dlpack(d).tobytes()
+        assert view.shape == (shape if flags & PyBUF_ND == PyBUF_ND or not shape else (view.nbytes // view.itemsize,))
 
 
 def test_buffer_writable_request_on_readonly():

@@ -10,19 +10,17 @@ import numpy as np
 import pytest
 
 import dlbridge
-from consumers import pip_install
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "kernels"
 
 
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory):
-    target = pip_install(PACKAGE, tmp_path_factory.mktemp("kernels"))
-    sys.path.insert(0, str(target))
+def kernels(kernels_package):
+    sys.path.insert(0, str(kernels_package))
     try:
         import dlb_kernels
     finally:
-        sys.path.remove(str(target))
+        sys.path.remove(str(kernels_package))
     return dlb_kernels
 
 

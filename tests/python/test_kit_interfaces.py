@@ -17,6 +17,7 @@ from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, check_producer, clauses
 from dlbridge.testing._abi import (ALLOCATOR_ARGS, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPackVersion, Table,
                                    _api, _static_name)
 from dlbridge.testing._model import gpu_unavailable
+from peers import ARRAY_API_STRICT_EXPORTS_A_BUFFER
 
 MODULES = ("dlbridge.testing._interfaces", "dlbridge.testing._exchange")
 OURS = [c.id for c in clauses("producer") if c.check.__module__ in MODULES]
@@ -77,9 +78,11 @@ PEERS_ONLY = pytest.mark.peers_only
 @pytest.mark.parametrize("factory, expected", [
     ("dlbridge_array", expect(array_interface=PASS, buffer=PASS, exchange=PASS)),
     pytest.param("numpy_array", expect(array_interface=PASS, buffer=PASS), marks=PEERS_ONLY),
-    pytest.param("torch_tensor", expect(exchange=PASS), marks=PEERS_ONLY),  # PyTorch's table, checked slot by slot
+    pytest.param("torch_tensor", expect(exchange=PASS), marks=[PEERS_ONLY, pytest.mark.needs_torch]),  # its table, slot by slot
     pytest.param("jax_array", expect(buffer=PASS), marks=PEERS_ONLY),
-    pytest.param("array_api_strict_array", expect(), marks=PEERS_ONLY),  # hides NumPy's interfaces and buffer
+    # It hides NumPy's array interface, and its buffer where Python ignores its __buffer__.
+    pytest.param("array_api_strict_array", expect(buffer=PASS if ARRAY_API_STRICT_EXPORTS_A_BUFFER else NOT_APPLICABLE),
+                 marks=PEERS_ONLY),
     pytest.param("memoryview_of", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE},
                  marks=PEERS_ONLY),
     pytest.param("array_array", expect(buffer=PASS) | {"producer.buffer.dlpack-agrees": NOT_APPLICABLE},

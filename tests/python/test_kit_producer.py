@@ -18,7 +18,8 @@ from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, check, check_producer, 
 from dlbridge.testing import _producer
 
 # The seeded deprecated_dlpack's warning, which every clause sets off.
-pytestmark = pytest.mark.filterwarnings("ignore:__dlpack__ is deprecated:DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:__dlpack__ is deprecated:DeprecationWarning"),
+              pytest.mark.numpy_jax]  # the kit on NumPy and JAX subjects: the floor stage runs it again
 
 MINE = [c.id for c in clauses("producer") if c.check.__module__ == _producer.__name__]
 NO_GIL = "producer.deleter.no-gil"

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import dlbridge
-from test_dtypes_values import NAMES, all_codes, array_from_codes, bits_of, code_type, codes_of, ml_type
+from dtype_codes import NAMES, all_codes, array_from_codes, bits_of, code_type, codes_of, ml_type
+
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
 
 SMALL = [n for n in NAMES if bits_of(n) >= 8]  # float6/float4 have no NaN to read
 # NumPy's own float dtypes, and the unsigned type of their bits (a complex

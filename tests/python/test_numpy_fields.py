@@ -14,6 +14,8 @@ from numpy.lib.stride_tricks import as_strided
 
 import dlbridge
 
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
+
 
 class Protocol:
     """The same ndarray, reachable only through the DLPack protocol."""

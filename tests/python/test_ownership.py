@@ -23,6 +23,8 @@ from dlbridge.testing._abi import ManagedTensor, Producer
 from exporters import CudaInterface, RawBuffer
 from peers import numpy_from_dlpack_writable
 
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
+
 
 class Owned(np.ndarray):
     """A NumPy array type that can be weakly referenced."""

@@ -17,6 +17,8 @@ from exporters import on_cuda
 from gpu import NO_GPU
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
+
 
 def collect():
     gc.collect()

@@ -22,6 +22,8 @@ from dlbridge.testing._abi import ManagedTensor, Producer
 from peers import numpy_from_dlpack_writable
 from exporters import HostInterface
 
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
+
 EXAMPLES = settings(max_examples=300, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
 

@@ -27,8 +27,11 @@ import torch
 
 import dlbridge
 from dlbridge.testing._abi import FLAG_IS_COPIED, DLManagedTensorVersioned, DLPackExchangeAPI, exchange_capsule
+from consumers import run_example
 from messages import exactly
 from test_exchange_api import OURS, producer
+
+pytestmark = pytest.mark.numpy_jax  # exchanges with NumPy or JAX: the floor stage runs it again (conftest.py)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -260,11 +263,9 @@ def test_sharded_and_other_device_jax_arrays():
 
 # -- the argument converter, on JAX host arrays ------------------------------------
 
-from test_cython_consumers import example, run  # noqa: E402,F401  (the compiled example, built once here)
 
-
-def test_converter_takes_jax_host_arrays_through_their_buffer(example):
-    run(example, """
+def test_converter_takes_jax_host_arrays_through_their_buffer(cython_example):
+    run_example(cython_example, """
         import sys
         import jax, jax.numpy as jnp
         x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)

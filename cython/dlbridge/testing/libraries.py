@@ -111,7 +111,7 @@ def numpy_from_dlpack(producer: Any):
 # -- PyTorch -------------------------------------------------------------------------
 
 def torch_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
-    import torch
+    torch = _torch()
     if read_only:
         raise NotImplementedError("PyTorch has no read-only tensors")
     if device is not None and not torch.cuda.is_available():
@@ -121,7 +121,7 @@ def torch_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False,
 
 
 def torch_from_dlpack(producer: Any):
-    import torch
+    torch = _torch()
     return torch.from_dlpack(producer)
 
 
@@ -182,6 +182,11 @@ def _cupy() -> Any:
     return importlib.import_module("cupy")
 
 
+def _torch() -> Any:
+    # Nor is PyTorch installed everywhere (PyPI's CUDA build is gigabytes): imported by name, as CuPy.
+    return importlib.import_module("torch")
+
+
 # from_dlpack takes DLPack producers only; these take a __cuda_array_interface__
 # too, which the GPU tier's consumer.gpu-interface clauses hand them.
 
@@ -190,7 +195,7 @@ def cupy_asarray(producer: Any):
 
 
 def torch_as_tensor(producer: Any):
-    import torch
+    torch = _torch()
     return torch.as_tensor(producer)
 
 
