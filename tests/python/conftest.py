@@ -18,6 +18,9 @@ def pytest_configure(config):
         "markers", "numpy_jax: the outcome depends on the NumPy or JAX version (an exchange with either, or a "
                    "comparison with what it does). tests/run's floor stage runs these with the oldest supported.")
     config.addinivalue_line(
+        "markers", "any_python: the outcome does not depend on the Python version (C++ programs, Meson's "
+                   "configuration, the benchmarks' smoke pass). tests/run's versions stage deselects these.")
+    config.addinivalue_line(
         "markers", "needs_torch: uses PyTorch. tests/run's versions stage, on Pythons for which PyPI's PyTorch "
                    "brings CUDA, deselects these.")
 

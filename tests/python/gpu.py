@@ -30,6 +30,8 @@ def in_forked_child(checks):
         # JAX, imported by another test of the worker, warns that its threads do not survive a fork:
         # the child runs only `checks`, which use no JAX, and exits.
         warnings.filterwarnings("ignore", "os.fork.. was called", RuntimeWarning)
+        # Python 3.12 and newer say so of any process with threads (JAX's, the test runner's).
+        warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
         pid = os.fork()
     if pid == 0:
         failures = 128

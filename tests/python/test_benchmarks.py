@@ -24,6 +24,8 @@ EXCHANGE = [
 sys.path.insert(0, str(BENCHMARKS))
 import arguments  # noqa: E402  (the row names only)
 
+pytestmark = pytest.mark.any_python  # a smoke pass of the benchmarks: the same on every Python (conftest.py)
+
 ARGUMENTS = arguments.names()
 COPIES = [
     f"{kind} {dtype} {size}: {what}"

@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+pytestmark = pytest.mark.any_python  # Meson's configuration: the same on every Python (conftest.py)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 

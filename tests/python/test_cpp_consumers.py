@@ -29,10 +29,13 @@ CXX = os.environ.get("CXX", "c++")
 # A source tree (an editable install, or the build folder on PYTHONPATH) has no
 # headers beside the package: these tests need `pip install .` first. (An
 # installed wheel with headers but no dlbridge.pc fails, as it should.)
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir(dlbridge.get_include()),
-    reason=f"dlbridge at {pathlib.Path(dlbridge.__file__).parent} is not an installed wheel "
-           f"(no {dlbridge.get_include()}); the C++ example builds against an installed dlbridge: pip install .")
+pytestmark = [
+    pytest.mark.any_python,  # C++ programs: the same on every Python (conftest.py)
+    pytest.mark.skipif(not os.path.isdir(dlbridge.get_include()),
+                       reason=f"dlbridge at {pathlib.Path(dlbridge.__file__).parent} is not an installed wheel (no "
+                              f"{dlbridge.get_include()}); the C++ example builds against an installed dlbridge: "
+                              "pip install ."),
+]
 
 
 def run(cmd, **kwargs):

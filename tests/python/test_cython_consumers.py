@@ -144,6 +144,7 @@ EXPECT_TYPE_ERRORS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.needs_torch
 def test_unmet_constraint_is_type_error_naming_the_argument(example):
     run(example, f"cases = {UNMET!r}\n" + textwrap.dedent("""
         import jax.numpy as jnp
@@ -865,6 +866,7 @@ SEVERAL_UNMET = [
 ]
 
 
+@pytest.mark.needs_torch
 def test_several_dtypes_errors_name_the_set(example):
     run(example, PRODUCERS + f"cases = {SEVERAL_UNMET!r}\n" + EXPECT_TYPE_ERRORS)
 
@@ -899,6 +901,7 @@ def test_copy_if_needed_converts_only_what_does_not_fit(example):
     """))
 
 
+@pytest.mark.needs_torch
 def test_several_dtypes_and_conversions_hold_no_reference(example):
     run(example, PRODUCERS + textwrap.dedent("""
         import sys
