@@ -269,7 +269,6 @@ def main(argv: list[str] | None = None) -> int:
     print()
     _print_table([("library", "version", "library -> dlbridge", "dlbridge -> library")] +
                  [(r.library, r.version, r.into_dlbridge, r.from_dlbridge) for r in results])
-    print()
     installed = [r for r in results if r.version != "-"]
     if installed:
         print()

@@ -1,4 +1,5 @@
 """Fixtures shared by the test modules here, and the markers they use."""
+import gc
 import os
 import shutil
 import subprocess
@@ -15,6 +16,10 @@ def pytest_configure(config):
         "markers", "peers_only: runs no dlbridge code beyond its import: the conformance kit on other libraries' "
                    "subjects or on seeded bugs. tests/run's asan-python stage deselects these (docs/hardening.md).")
     config.addinivalue_line(
+        "markers", "no_sanitized_code: runs no dlbridge code the sanitized build instruments beyond its import "
+                   "(Meson's configuration, C++ programs built without the sanitizers, mypy's reading of the "
+                   "stubs, the GPU suites' skips). tests/run's asan-python stage deselects these too.")
+    config.addinivalue_line(
         "markers", "numpy_jax: the outcome depends on the NumPy or JAX version (an exchange with either, or a "
                    "comparison with what it does). tests/run's floor stage runs these with the oldest supported.")
     config.addinivalue_line(
@@ -23,6 +28,15 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "needs_torch: uses PyTorch. tests/run's versions stage, on Pythons for which PyPI's PyTorch "
                    "brings CUDA, deselects these.")
+
+
+def pytest_collection_finish(session):
+    """What collection loaded (the test modules, NumPy, PyTorch, JAX: a
+    large heap) is set aside from the garbage collector, so that the tests'
+    many gc.collect() calls, which must find what each test left, scan what
+    the tests made and not the whole of it again."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture

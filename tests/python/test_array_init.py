@@ -18,6 +18,8 @@ import torch
 import dlbridge
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 
 def holds_no_array(kind="Array"):
     return exactly(f"this {kind} holds no array: it was made by {kind}.__new__ without Array.__init__ "

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-pytestmark = pytest.mark.any_python  # Meson's configuration: the same on every Python (conftest.py)
+pytestmark = [pytest.mark.any_python,  # Meson's configuration: the same on every Python (conftest.py)
+              pytest.mark.no_sanitized_code]  # the asan-python stage deselects it (conftest.py)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -30,6 +30,7 @@ CXX = os.environ.get("CXX", "c++")
 # headers beside the package: these tests need `pip install .` first. (An
 # installed wheel with headers but no dlbridge.pc fails, as it should.)
 pytestmark = [
+    pytest.mark.no_sanitized_code,  # programs built without the sanitizers: asan-python deselects it
     pytest.mark.any_python,  # C++ programs: the same on every Python (conftest.py)
     pytest.mark.skipif(not os.path.isdir(dlbridge.get_include()),
                        reason=f"dlbridge at {pathlib.Path(dlbridge.__file__).parent} is not an installed wheel (no "

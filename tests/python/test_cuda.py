@@ -17,6 +17,8 @@ from exporters import CudaInterface, on_cuda
 from gpu import INFO, in_forked_child, needs_no_gpu
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 NO_DEVICE = r"^no CUDA device is available \(.+\)$"
 
 CREATE = {

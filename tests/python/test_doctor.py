@@ -122,6 +122,7 @@ def test_main_job_checks_dlbridge_and_the_buffer_exporters_with_no_library_insta
     assert (f"The kit's report on an array library, once one is installed (NumPy: {python} -m pip install numpy): "
             f"{python} -m dlbridge check --producer dlbridge.testing.libraries:numpy_array") in text
     assert "a dlbridge array arrives" not in text  # that table has no row when no library is installed
+    assert "\n\n\n" not in text  # one blank line between the parts
     assert [line for line in text.splitlines() if "cupy" in line and "pip install" in line] == []
 
 

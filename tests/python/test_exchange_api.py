@@ -27,6 +27,8 @@ from dlbridge.testing._abi import (FLAG_READ_ONLY, INT32, SET_ERROR, SLOTS, DLDa
                                    delete, exchange_capsule, shape_of, strides_of)
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 NO_GPU = dlbridge.build_info()["gpu_count"] == 0
 
 OURS = Table(dlbridge.Array.__dlpack_c_exchange_api__)

@@ -15,7 +15,8 @@ import pytest
 from gpu import INFO, NO_GPU_REASON, needs_no_gpu
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.any_python,  # the GPU suites' skips: the same on every Python (conftest.py)
+pytestmark = [pytest.mark.no_sanitized_code,  # the GPU suites' skips: asan-python deselects it (conftest.py)
+              pytest.mark.any_python,  # the GPU suites' skips: the same on every Python (conftest.py)
               needs_no_gpu]
 
 

@@ -26,6 +26,8 @@ import dlbridge._dlpack
 import dlbridge._types
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 
 class Shifting(tuple):
     """A tuple whose iteration gives each of `answers` in turn (the last from

@@ -19,6 +19,8 @@ from dlbridge.testing._abi import (ALLOCATOR_ARGS, DLPackExchangeAPI, DLPackExch
 from dlbridge.testing._model import gpu_unavailable
 from peers import ARRAY_API_STRICT_EXPORTS_A_BUFFER
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 MODULES = ("dlbridge.testing._interfaces", "dlbridge.testing._exchange")
 OURS = [c.id for c in clauses("producer") if c.check.__module__ in MODULES]
 

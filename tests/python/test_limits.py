@@ -21,6 +21,8 @@ from dlbridge.testing._abi import ManagedTensor, Producer, capsule_name
 from exporters import CudaInterface, HostInterface, RawBuffer
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 INT64_MAX = 2**63 - 1
 INT8 = (0, 8, 1)
 FLOAT64 = (2, 64, 1)

@@ -15,6 +15,8 @@ import dlbridge
 from exporters import CudaInterface
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
 
 

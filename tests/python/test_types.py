@@ -13,6 +13,8 @@ import dlbridge
 from dlbridge import Device, DeviceType, DType
 from messages import exactly
 
+pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
+
 # name -> (DLPack code, bits, itemsize, NumPy typestr or None)
 DTYPES = {
     "bool": (6, 8, 1, "|b1"),
