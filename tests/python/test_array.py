@@ -3,8 +3,10 @@ repr, the Python scalar protocols, the buffer protocol, __array_interface__,
 and the creation functions empty, zeros and full."""
 import ctypes
 import gc
+import itertools
 import math
 import operator
+import sys
 import tracemalloc
 import warnings
 
@@ -15,8 +17,8 @@ from hypothesis import strategies as st
 
 import dlbridge
 from dlbridge import Array, Device
-from dlbridge.testing._abi import (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_ND,
-                                   PyBUF_SIMPLE, PyBUF_WRITABLE, get_buffer, release_buffer)
+from dlbridge.testing._abi import (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FULL_RO,
+                                   PyBUF_ND, PyBUF_SIMPLE, PyBUF_STRIDES, PyBUF_WRITABLE, get_buffer, release_buffer)
 from peers import NUMPY_REPR_SCIENTIFIC_BY_PRECISION, SCIENTIFIC_FROM, numpy_scalar_refusal
 from messages import exactly
 
@@ -896,6 +898,22 @@ def test_memoryview_of_read_only_array_is_read_only():
     assert m.readonly is True
     with pytest.raises(TypeError, match=exactly("cannot modify read-only memory")):  # memoryview's own
         m[0] = 1.0
+
+
+def test_dunder_buffer_gives_a_memoryview_of_every_request():
+    """Python 3.12's __buffer__(flags) (PEP 688) makes a memoryview of any
+    request, shape or none: of a 2-d array without PyBUF_ND, one axis of
+    bytes, as CPython's own exporters give."""
+    if sys.version_info < (3, 12):
+        pytest.skip(f"__buffer__ is Python 3.12's (PEP 688); this is {sys.version.split()[0]}")
+    for flags, shape in itertools.product([PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_ND, PyBUF_STRIDES, PyBUF_FULL_RO],
+                                          [(), (5,), (2, 3), (2, 1, 3)]):
+        d = dlbridge.asarray(np.arange(math.prod(shape), dtype=np.float64).reshape(shape))
+        with d.__buffer__(flags) as view:
+            assert view.nbytes == d.nbytes
+            assert view.tobytes() == np.from_dlpack(d).tobytes()
+            shaped = flags & PyBUF_ND == PyBUF_ND or not shape
+            assert view.shape == (shape if shaped else (view.nbytes // view.itemsize,)), (flags, shape)
 
 
 def test_writable_buffer_of_read_only_array_raises_buffer_error():

@@ -1304,22 +1304,6 @@ def test_buffer_request_flags(request_name, layout):
         release_buffer(view)
 
 
-def test_dunder_buffer_gives_a_memoryview_of_every_request():
-    """Python 3.12's __buffer__(flags) (PEP 688) makes a memoryview of any
-    request, shape or none: of a 2-d array without PyBUF_ND, one axis of
-    bytes, as CPython's own exporters give."""
-    if sys.version_info < (3, 12):
-        pytest.skip(f"__buffer__ is Python 3.12's (PEP 688); this is {sys.version.split()[0]}")
-    for flags, shape in itertools.product([PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_ND, PyBUF_STRIDES, PyBUF_FULL_RO],
-                                          [(), (5,), (2, 3), (2, 1, 3)]):
-        d = dlbridge.asarray(np.arange(math.prod(shape), dtype=np.float64).reshape(shape))
-        with d.__buffer__(flags) as view:
-            assert view.nbytes == d.nbytes
-            assert view.tobytes() == np.from_dlpack(d).tobytes()
-            shaped = flags & PyBUF_ND == PyBUF_ND or not shape
-            assert view.shape == (shape if shaped else (view.nbytes // view.itemsize,)), (flags, shape)
-
-
 def test_buffer_writable_request_on_readonly():
     d = dlbridge.from_dlpack(_readonly_numpy())
     with pytest.raises(BufferError, match="read-only"):
