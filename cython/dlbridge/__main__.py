@@ -40,6 +40,7 @@ import argparse
 import json
 import math
 import os
+import platform
 import selectors
 import signal
 import subprocess
@@ -63,8 +64,8 @@ KIT_SUBJECTS = [("dlbridge.Array", "producer", "dlbridge.testing.libraries:dlbri
                 ("bytes", "producer", "dlbridge.testing.libraries:bytes_of")]
 # How to install the libraries the doctor probes (by row name), for the hint when one is missing.
 INSTALL = {"numpy": "numpy", "torch": "torch", "jax": "jax", "array_api_strict": "array-api-strict",
-           "cupy": "cupy-cuda12x (or cupy-cuda13x)"}
-# PyPI's torch for Linux x86_64 brings CUDA's libraries (gigabytes): where no GPU is usable, PyTorch's CPU build.
+           "cupy": "cupy-cuda12x"}
+# PyPI's torch for Linux x86-64 brings CUDA's libraries (gigabytes): where no GPU is usable, PyTorch's CPU build.
 TORCH_CPU = "torch --index-url https://download.pytorch.org/whl/cpu"
 # The kit's factories over each library the doctor probes: (producer, consumer) in dlbridge.testing.libraries.
 KIT_FACTORIES = {"numpy": ("numpy_array", "numpy_from_dlpack"), "torch": ("torch_tensor", "torch_from_dlpack"),
@@ -298,16 +299,19 @@ def shell_python() -> str:
 
 def next_steps(results: Sequence[Exchange], gpu: bool) -> list[str]:
     """What the user can do next, every command runnable here as printed:
-    install the missing libraries (no CUDA downloads and no CuPy where no GPU
-    is usable), and run the kit on a library that is installed."""
+    install the missing libraries (no CuPy where no GPU is usable, nor
+    PyPI's Linux x86-64 PyTorch, which brings CUDA), and run the kit on a
+    library that is installed."""
     python = shell_python()
     lines = []
     missing = [r.library for r in results if r.into_dlbridge == "not installed" and (gpu or r.library != "cupy")]
+    cpu_torch = not gpu and platform.system() == "Linux" and platform.machine() == "x86_64"
     if missing:
-        names = [INSTALL[name] for name in missing if gpu or name != "torch"]
+        names = [INSTALL[name] for name in missing if not (cpu_torch and name == "torch")]
         if names:
-            lines.append(f"To check the libraries not installed too: {python} -m pip install {' '.join(names)}")
-        if not gpu and "torch" in missing:
+            cuda13 = " (with CUDA 13: cupy-cuda13x)" if "cupy" in missing else ""
+            lines.append(f"To check the libraries not installed too: {python} -m pip install {' '.join(names)}{cuda13}")
+        if cpu_torch and "torch" in missing:
             lines.append(f"PyTorch's CPU build (no GPU is usable here; PyPI's torch brings CUDA's libraries): "
                          f"{python} -m pip install {TORCH_CPU}")
     kit = next((r.library for r in results if r.version != "-" and r.library in KIT_FACTORIES

@@ -5,6 +5,7 @@ under names the doctor probes: array_api_strict and cupy."""
 import importlib.util
 import json
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -135,6 +136,8 @@ def exchange(library, installed):
 
 @pytest.mark.parametrize("gpu", [False, True])
 def test_next_steps_are_runnable_as_printed(gpu, monkeypatch):
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     monkeypatch.setattr(sys, "base_prefix", sys.prefix)  # as pyenv's or python.org's python3
     rows = [exchange("numpy", False), exchange("torch", True), exchange("jax", False),
@@ -142,7 +145,7 @@ def test_next_steps_are_runnable_as_printed(gpu, monkeypatch):
     steps = next_steps(rows, gpu=gpu)
     if gpu:
         assert steps[0] == "To check the libraries not installed too: python3 -m pip install numpy jax cupy-cuda12x " \
-                           "(or cupy-cuda13x)"
+                           "(with CUDA 13: cupy-cuda13x)"
     else:
         assert steps[0] == "To check the libraries not installed too: python3 -m pip install numpy jax"
     # The first installed library the kit has factories for.
@@ -155,6 +158,9 @@ def test_next_steps_are_runnable_as_printed(gpu, monkeypatch):
     assert any(line.endswith("python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu")
                for line in next_steps(rows, gpu=False))
     assert "python3 -m pip install numpy torch jax cupy" in next_steps(rows, gpu=True)[0]
+    # Elsewhere (macOS, aarch64) PyPI's PyTorch is a CPU build.
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert "python3 -m pip install numpy torch jax\n" in "\n".join(next_steps(rows, gpu=False)) + "\n"
 
 
 def test_hints_name_the_virtual_environment_the_shell_has_not_activated(monkeypatch, tmp_path):
