@@ -16,7 +16,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from ctypes import POINTER, PYFUNCTYPE, byref, c_int, c_void_p, py_object
+from ctypes import POINTER, PYFUNCTYPE, c_int, c_void_p, py_object
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlbridge.testing._abi import FLAG_IS_COPIED, DLManagedTensorVersioned, DLPackExchangeAPI, exchange_capsule
+from dlbridge.testing._abi import FLAG_IS_COPIED, DLPackExchangeAPI, exchange_capsule
 from consumers import run_example
 from messages import exactly
 from test_exchange_api import OURS, producer
