@@ -52,12 +52,12 @@ def closure(names: list[str]) -> dict[str, str]:
 
 
 def main() -> int:
-    missing = [n for n in requirement_names(REQUIREMENTS.read_text().splitlines())
-               if canonical(n) not in closure([n])]
+    wanted = requirement_names(REQUIREMENTS.read_text().splitlines())
+    pins = closure(wanted)
+    missing = [name for name in wanted if canonical(name) not in pins]
     if missing:
         print(f"not installed here: {', '.join(missing)}: bash tests/run --newest first", file=sys.stderr)
         return 1
-    pins = closure(requirement_names(REQUIREMENTS.read_text().splitlines()))
     header = (f"# The versions the tests were run with (Python {sys.version_info.major}.{sys.version_info.minor}), "
               "written by python tools/test_constraints.py;\n"
               "# tests/run installs tests/requirements.txt with these (bash tests/run --newest: without).\n")

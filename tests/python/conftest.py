@@ -97,9 +97,7 @@ def bindings(builds_base):
     """tests/downstream/bindings (dlb_nanobind, dlb_pybind11) built with Meson: the build folder."""
     pytest.importorskip("nanobind")
     pytest.importorskip("pybind11")
-    if not consumers.INSTALLED:
-        pytest.skip(f"dlbridge at {os.path.dirname(consumers.dlbridge.__file__)} is not an installed wheel; the "
-                    "binding modules build against an installed dlbridge: pip install .")
+    consumers.skip_unless_installed("the binding modules")
     source = consumers.DOWNSTREAM / "bindings"
 
     def build(folder):

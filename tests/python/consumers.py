@@ -1,7 +1,7 @@
 """Consumer packages built against the INSTALLED dlbridge, as their authors
 build them (pip, no build isolation): the Cython example, the template, the
-kernels package, the nanobind and pybind11 bindings and nanobind_arrays
-(conftest.py's session fixtures).
+kernels package, the nanobind and pybind11 bindings (conftest.py's session
+fixtures).
 
 Each is built once per run: into a folder named by a digest of what the
 build depends on (its sources, the dlbridge installed, the interpreter, the
@@ -33,15 +33,20 @@ DOWNSTREAM = pathlib.Path(__file__).resolve().parents[1] / "downstream"
 INSTALLED = os.path.isdir(dlbridge.get_include())
 
 
+def skip_unless_installed(what: str) -> None:
+    """Skips where dlbridge is no installed wheel, which `what` builds against."""
+    if not INSTALLED:
+        pytest.skip(f"dlbridge at {os.path.dirname(dlbridge.__file__)} is not an installed wheel (no "
+                    f"{dlbridge.get_include()}); {what} builds against an installed dlbridge: pip install .")
+
+
 def pip_install(source: pathlib.Path, root: pathlib.Path) -> pathlib.Path:
     """Builds the package at `source` in root/build and installs it into
     root/target, which it returns; skips where dlbridge is no installed wheel.
     tests/run's asan-python stage (DLBRIDGE_TEST_SANITIZE) sanitizes the
     package too, as dlbridge's headers run inside it; not for misaligned
     references: typed views accept unaligned NumPy data (docs/hardening.md)."""
-    if not INSTALLED:
-        pytest.skip(f"dlbridge at {os.path.dirname(dlbridge.__file__)} is not an installed wheel (no "
-                    f"{dlbridge.get_include()}); {source.name} builds against an installed dlbridge: pip install .")
+    skip_unless_installed(source.name)
     cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
            "--disable-pip-version-check", "--target", str(root / "target"),
            f"--config-settings=build-dir={root / 'build'}", str(source)]
