@@ -12,7 +12,7 @@ what each failure was in the library's own words; ``--write`` puts it into
 the file between its markers instead. A library that is not installed is
 left out and its version line says so.
 
-tests/python/test_kit_libraries.py regenerates the section and compares it
+tests/python/kit/test_kit_libraries.py regenerates the section and compares it
 with the committed one when the versions are the same.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ DOC = ROOT / "docs" / "compatibility.md"
 BEGIN, END = "<!-- kit-report:begin -->", "<!-- kit-report:end -->"
 NANOBIND_SOURCE = ROOT / "tests" / "downstream" / "nanobind_arrays"
 # kit_nanobind.py, the extension's FACTORY and FUNCTION for the kit.
-WRAPPERS = ROOT / "tests" / "python"
+WRAPPERS = ROOT / "tests" / "python" / "kit"
 SIDES = ("producer", "consumer")
 
 

@@ -14,7 +14,7 @@ within a minor series none of this may change (append-only parts may grow):
 
 `python tests/abi/abi.py` prints the installed package's ABI as JSON; the
 committed description of a series is tests/abi/<major>.<minor>.json, and
-tests/python/test_abi.py fails, naming what changed, when they differ.
+tests/python/consumers/test_abi.py fails, naming what changed, when they differ.
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import pytest
 
 import consumers
 import gpu
+from paths import DOWNSTREAM
 
 
 def pytest_configure(config):
@@ -68,7 +69,7 @@ def builds_base(tmp_path_factory):
 @pytest.fixture(scope="session")
 def cython_example(builds_base):
     """tests/downstream/cython installed: (target folder, build folder)."""
-    source = consumers.DOWNSTREAM / "cython"
+    source = DOWNSTREAM / "cython"
     folder = consumers.built_once(source, builds_base, lambda f: consumers.pip_install(source, f))
     return folder / "target", folder / "build"
 
@@ -76,7 +77,7 @@ def cython_example(builds_base):
 @pytest.fixture(scope="session")
 def consumer_template(builds_base):
     """A copy of tests/downstream/template, as a user makes one, installed: the target folder."""
-    source = consumers.DOWNSTREAM / "template"
+    source = DOWNSTREAM / "template"
 
     def build(folder):
         shutil.copytree(source, folder / "my-kernels")  # nowhere near this checkout
@@ -88,7 +89,7 @@ def consumer_template(builds_base):
 @pytest.fixture(scope="session")
 def kernels_package(builds_base):
     """tests/downstream/kernels installed: the target folder."""
-    source = consumers.DOWNSTREAM / "kernels"
+    source = DOWNSTREAM / "kernels"
     return consumers.built_once(source, builds_base, lambda f: consumers.pip_install(source, f)) / "target"
 
 
@@ -98,7 +99,7 @@ def bindings(builds_base):
     pytest.importorskip("nanobind")
     pytest.importorskip("pybind11")
     consumers.skip_unless_installed("the binding modules")
-    source = consumers.DOWNSTREAM / "bindings"
+    source = DOWNSTREAM / "bindings"
 
     def build(folder):
         setup = ["meson", "setup", str(folder / "build"), str(source), f"-Dpython={sys.executable}"]

@@ -26,7 +26,7 @@ import pytest
 
 import dlbridge
 
-DOWNSTREAM = pathlib.Path(__file__).resolve().parents[1] / "downstream"
+
 
 # A source tree (an editable install, or the build folder on PYTHONPATH) has
 # no headers beside the package.

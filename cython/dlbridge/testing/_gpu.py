@@ -20,7 +20,7 @@ finds). Every clause here is registered with ``tier="gpu"``: without a
 usable CUDA device (as dlbridge's own runtime sees it) each is not
 applicable, without running. What needs no GPU (stream and interface
 verdicts, layouts, labels) is in plain functions, tested with fakes
-(tests/python/test_kit_gpu.py).
+(tests/python/kit/test_kit_gpu.py).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ WARM_BYTE, WRITTEN_BYTE = 0x5A, 0xA5
 
 # -- the CUDA driver API ------------------------------------------------------------
 
-# From cuda.h (tests/python/test_kit_gpu.py checks them against the toolkit's).
+# From cuda.h (tests/python/kit/test_kit_gpu.py checks them against the toolkit's).
 CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
 CU_POINTER_ATTRIBUTE_IS_MANAGED = 8
 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9

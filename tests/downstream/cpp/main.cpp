@@ -1,6 +1,6 @@
 // A complete C++ program using dlbridge, built against the installed Python
 // package with no libpython: docs/cpp-guide.md walks through it, and
-// tests/python/test_cpp_consumers.py builds it (Meson, pkg-config, and the
+// tests/python/consumers/test_cpp_consumers.py builds it (Meson, pkg-config, and the
 // C++20 module) and compares its output with expected_output.txt.
 //
 // Build it (meson.build and import/meson.build do it with Meson):

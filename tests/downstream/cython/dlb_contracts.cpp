@@ -1,6 +1,6 @@
 // dlbridge's Python-facing C++ API (<dlbridge/argument.hpp>, <dlbridge/python.hpp>)
 // called with the NULL pointers its contract allows, as a careless extension
-// might. Not an example to follow: tests/python/test_cython_consumers.py
+// might. Not an example to follow: tests/python/consumers/test_cython_consumers.py
 // builds it beside the example, against the installed dlbridge, and checks
 // that each call is an exception or nothing, never a crash.
 #define PY_SSIZE_T_CLEAN

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """dlb_example: a Cython package built on dlbridge's C level.
 
-The example of docs/cython-guide.md; tests/python/test_cython_consumers.py
+The example of docs/cython-guide.md; tests/python/consumers/test_cython_consumers.py
 builds it against the installed dlbridge and exchanges arrays with NumPy and
 PyTorch through it.
 """

@@ -1,7 +1,7 @@
 // The argument converter in a CPython extension written in plain C++, with
 // no Cython (docs/cython-guide.md, "Array arguments"). Built beside the
 // Cython example against the installed dlbridge, and used by
-// tests/python/test_cython_consumers.py.
+// tests/python/consumers/test_cython_consumers.py.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

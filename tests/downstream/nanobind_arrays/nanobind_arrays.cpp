@@ -3,7 +3,7 @@
 // nanobind.nb_ndarray with __dlpack__, __dlpack_device__ and the buffer
 // protocol. (Without a framework tag nanobind returns a bare "dltensor"
 // capsule instead, which has neither method.) The DLPack conformance kit
-// (dlbridge.testing) is run against it through tests/python/kit_nanobind.py,
+// (dlbridge.testing) is run against it through tests/python/kit/kit_nanobind.py,
 // as a producer (make) and as a consumer (consume).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>

@@ -1,7 +1,6 @@
 """A smoke pass of the benchmarks so they never rot. No timing is asserted:
 the tests check that every row is there with numeric values, never a verdict."""
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -10,8 +9,9 @@ import sys
 import pytest
 
 import dlbridge
+from paths import ROOT
 
-BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
+BENCHMARKS = ROOT / "benchmarks"
 
 EXCHANGE = [
     "dlbridge.from_dlpack(np_arr) / np.from_dlpack(np_arr)",

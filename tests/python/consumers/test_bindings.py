@@ -10,7 +10,6 @@ test runs against both modules, imported here.
 import ctypes
 import importlib
 import os
-import pathlib
 import subprocess
 import sys
 
@@ -20,8 +19,9 @@ import pytest
 import dlbridge
 
 from dlbridge.testing._abi import ManagedTensor, Producer
+from paths import DOCS, DOWNSTREAM
 
-SOURCE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "bindings"
+SOURCE = DOWNSTREAM / "bindings"
 TOOLS = ["dlb_nanobind", "dlb_pybind11"]
 
 
@@ -271,7 +271,7 @@ def test_tensor_results_are_arrays(m):
 
 
 def test_cpp_guide_quotes_the_modules():
-    guide = (SOURCE.parents[2] / "docs" / "cpp-guide.md").read_text()
+    guide = (DOCS / "cpp-guide.md").read_text()
     section = guide.split("## nanobind and pybind11\n", 1)[1].split("\n## ", 1)[0]
     sources = "\n".join((SOURCE / name).read_text() for name in ("kernels.hpp", "dlb_nanobind.cpp"))
     blocks = section.split("```cpp\n")[1:]

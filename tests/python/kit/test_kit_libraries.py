@@ -13,7 +13,6 @@ section of docs/compatibility.md is what the command prints.
 """
 import importlib
 import importlib.util
-import pathlib
 import sys
 
 import numpy as np
@@ -21,13 +20,14 @@ import pytest
 
 from dlbridge.testing import FAIL, clauses
 
+from paths import ROOT
 from peers import numpy_from_dlpack_writable
 
 # The kit on every library: dlbridge's own verdicts are checked by test_kit_producer.py and
 # test_kit_consumer.py (test_dlbridge_passes_every_clause), which the sanitized run keeps.
 pytestmark = [pytest.mark.peers_only, pytest.mark.numpy_jax]
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+
 
 
 def _tool():

@@ -9,14 +9,14 @@ import copy
 import importlib.util
 import json
 import os
-import pathlib
 
 import pytest
 
 import dlbridge
+from paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1] / "abi"
-_spec = importlib.util.spec_from_file_location("dlbridge_abi", ROOT / "abi.py")
+ABI = ROOT / "tests" / "abi"
+_spec = importlib.util.spec_from_file_location("dlbridge_abi", ABI / "abi.py")
 abi = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(abi)
 
@@ -31,7 +31,7 @@ def built():
 
 def test_the_abi_is_the_one_committed_for_the_series(built):
     series = built["series"]
-    path = ROOT / f"{series}.json"
+    path = ABI / f"{series}.json"
     assert path.is_file(), (f"dlbridge {dlbridge.__version__} starts the {series} series, which has no committed "
                             f"ABI: write it with `python tests/abi/abi.py > tests/abi/{series}.json`")
     changes = abi.differences(json.loads(path.read_text()), built)

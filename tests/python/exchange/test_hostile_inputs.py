@@ -25,6 +25,7 @@ import dlbridge._array
 import dlbridge._dlpack
 import dlbridge._types
 from messages import exactly
+from paths import HELPERS
 
 pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
 
@@ -523,8 +524,10 @@ def test_no_reachable_call_crashes():
     """Each call must end in a result or an exception (not SystemError); a
     crash fails the child process, whose record names the call."""
     with tempfile.NamedTemporaryFile() as record:
+        # The child imports the helpers beside conftest.py, as pytest's workers do.
+        helpers = os.pathsep.join(filter(None, [str(HELPERS), os.environ.get("PYTHONPATH")]))
         child = subprocess.run([sys.executable, __file__, record.name], capture_output=True, text=True,
-                               cwd=os.path.dirname(os.path.abspath(__file__)), timeout=1200)
+                               env={**os.environ, "PYTHONPATH": helpers}, timeout=1200)
         last = record.read().decode().strip()
     legend = "\n".join(f"#{i}: {value!r}"[:200] for i, value in enumerate(hostile_values()))
     assert child.returncode == 0, (f"the call {last} crashed or failed:\n{child.stdout}\n{child.stderr[-4000:]}\n"

@@ -3,15 +3,15 @@ would, with dlbridge's Cython API (issue 24): a float32-or-float64 corner
 detector that returns a new array like its input, and an in-place
 H x W x 3 uint8 kernel. Built with pip against the INSTALLED dlbridge, then
 called with NumPy, PyTorch, JAX and dlbridge inputs."""
-import pathlib
 import sys
 
 import numpy as np
 import pytest
 
 import dlbridge
+from paths import DOWNSTREAM
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "kernels"
+PACKAGE = DOWNSTREAM / "kernels"
 
 
 @pytest.fixture(scope="module")

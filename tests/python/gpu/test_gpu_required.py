@@ -4,7 +4,6 @@ tests/gpu/run fails where it finds no GPU; without the variable the suites
 skip cleanly. (tests/cuda/require_gpu.py checks the doctest suite and
 sanitize.py.) Only a machine without a usable GPU can take these paths."""
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -13,8 +12,8 @@ import sys
 import pytest
 
 from gpu import INFO, NO_GPU_REASON, needs_no_gpu
+from paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.no_sanitized_code,  # the GPU suites' skips: asan-python deselects it (conftest.py)
               pytest.mark.any_python,  # the GPU suites' skips: the same on every Python (conftest.py)
               needs_no_gpu]
@@ -35,7 +34,7 @@ def run(command, require, **env_overrides):
 @pytest.mark.needs_torch  # the GPU suite's files import it
 def test_the_python_gpu_suite_skips_and_fails_under_require_gpu():
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-               str(ROOT / "tests" / "python" / "test_cuda_gpu.py")]
+               str(ROOT / "tests" / "python" / "gpu" / "test_cuda_gpu.py")]
     code, out = run(command, require=False)
     skipped = re.search(r"^(\d+) skipped in ", out, re.M)
     assert code == 0 and skipped, out

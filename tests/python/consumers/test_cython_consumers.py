@@ -19,11 +19,12 @@ import pytest
 import dlbridge
 from consumers import INSTALLED, run_example as run
 from gpu import needs_gpu
+from paths import DOCS, DOWNSTREAM, ROOT
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "cython"
+EXAMPLE = DOWNSTREAM / "cython"
 PACKAGE = pathlib.Path(os.path.abspath(dlbridge.__file__)).parent
 
-GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython-guide.md"
+GUIDE = DOCS / "cython-guide.md"
 
 @pytest.fixture
 def example(cython_example):
@@ -457,7 +458,7 @@ def test_guide_quotes_the_example_verbatim():
     text = GUIDE.read_text() + (GUIDE.parent / "cpp-guide.md").read_text()
     blocks = re.findall(r"<!-- from (tests/downstream/cython/[\w.]+) -->\n```\w+\n(.*?)```", text, re.S)
     assert len(blocks) >= 14, blocks
-    root = GUIDE.parents[1]
+    root = ROOT
     for name, block in blocks:
         assert block in (root / name).read_text(), f"{name} no longer contains:\n{block}"
 

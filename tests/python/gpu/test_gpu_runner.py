@@ -15,7 +15,8 @@ import zipfile
 import pip
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from paths import ROOT
+
 TOOLS = ["bash", "sed", "head", "tr", "grep", "cat", "mkdir", "dirname", "rm", "tee", "find", "timeout", "ls", "wc",
          "du", "cut", "env", "sort"]
 

@@ -21,8 +21,9 @@ import sys
 import pytest
 
 import dlbridge
+from paths import DOCS, DOWNSTREAM
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "cpp"
+EXAMPLE = DOWNSTREAM / "cpp"
 EXPECTED = (EXAMPLE / "expected_output.txt").read_text()
 CXX = os.environ.get("CXX", "c++")
 
@@ -222,7 +223,7 @@ def test_import_dlbridge_with_meson(tmp_path):
 
 def test_cpp_guide_quotes_the_example():
     # docs/cpp-guide.md quotes the example's output and meson.build: keep them in step.
-    guide = (EXAMPLE.parents[2] / "docs" / "cpp-guide.md").read_text()
+    guide = (DOCS / "cpp-guide.md").read_text()
     for line in EXPECTED.splitlines():
         assert line in guide, f"docs/cpp-guide.md does not quote the example's output line {line!r}"
     for meson_build in (EXAMPLE / "meson.build", EXAMPLE / "import" / "meson.build"):

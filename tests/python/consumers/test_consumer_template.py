@@ -2,7 +2,6 @@
 against the INSTALLED dlbridge with pip, its function takes arrays from every
 producer and shows its demands; docs/cython-guide.md quotes its files whole."""
 import os
-import pathlib
 import re
 import subprocess
 import sys
@@ -11,9 +10,10 @@ import textwrap
 import pytest
 
 import dlbridge
+from paths import DOCS, DOWNSTREAM, ROOT
 
-TEMPLATE = pathlib.Path(__file__).resolve().parents[1] / "downstream" / "template"
-GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython-guide.md"
+TEMPLATE = DOWNSTREAM / "template"
+GUIDE = DOCS / "cython-guide.md"
 DEMANDS = "float64[*] cpu read-only"
 
 
@@ -80,7 +80,7 @@ def test_guide_quotes_the_template_whole():
     assert sorted(name for name, _ in blocks) == sorted(f"tests/downstream/template/{p.name}"
                                                         for p in TEMPLATE.iterdir())
     for name, block in blocks:
-        assert block == (GUIDE.parents[1] / name).read_text(), f"the guide's copy of {name} differs from the file"
+        assert block == (ROOT / name).read_text(), f"the guide's copy of {name} differs from the file"
 
 
 def test_build_flags_name_the_installed_package(capsys, monkeypatch):

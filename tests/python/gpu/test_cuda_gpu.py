@@ -133,7 +133,7 @@ def test_pinned_and_managed_memory_are_classified():
 
 def test_arrays_made_from_cuda_views_in_cpp_report_cuda():
     # The downstream Cython package adopts raw pointers through dlb::cuda views;
-    # tests/python/test_cython_consumers.py checks it reports (2, 0).
+    # tests/python/consumers/test_cython_consumers.py checks it reports (2, 0).
     a = dlbridge.empty(3, device="cuda")
     assert a.__dlpack_device__() == (2, 0)
 

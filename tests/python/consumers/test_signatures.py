@@ -1,5 +1,5 @@
 """dlbridge.annotate and the stub writer (python -m dlbridge stubs), on
-Python functions; tests/python/test_cython_consumers.py and
+Python functions; tests/python/consumers/test_cython_consumers.py and
 test_consumer_template.py run them on compiled Cython modules."""
 import inspect
 import subprocess

@@ -4,19 +4,20 @@ that file, and every tests/python or tests/cpp source file they name is
 there, so a renamed or moved test cannot leave a citation behind."""
 import ast
 import fnmatch
-import pathlib
 import re
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from paths import ROOT
+
 PYTHON_TESTS = ROOT / "tests" / "python"
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 
-# `tests/python/test_x.py::name[param]`, or `::name` citing the file named last
-# on the same line; the name may end in * (every test it starts).
-CITATION = re.compile(r"`((?:tests/python/)?test_\w+\.py)?::([\w*]+)(?:\[[^\]`]*\])?`")
-SOURCE = re.compile(r"tests/(?:python|cpp)/\w+\.(?:py|cpp)\b")
+# `tests/python/AREA/test_x.py::name[param]`, `test_x.py::name`, or `::name`
+# citing the file named last on the same line; the name may end in * (every
+# test it starts).
+CITATION = re.compile(r"`((?:tests/python/(?:\w+/)?)?test_\w+\.py)?::([\w*]+)(?:\[[^\]`]*\])?`")
+SOURCE = re.compile(r"tests/(?:python|cpp)/(?:\w+/)*\w+\.(?:py|cpp)\b")
 
 
 def citations():
@@ -26,12 +27,14 @@ def citations():
             for match in CITATION.finditer(line):
                 file = match.group(1) or file
                 if file is not None:
-                    yield f"{doc.name}:{number}", pathlib.Path(file).name, match.group(2)
+                    yield f"{doc.name}:{number}", file, match.group(2)
 
 
 def names_in(file, cache={}):
     if file not in cache:
-        path = PYTHON_TESTS / file
+        # A bare file name is the test file of that name in any area folder.
+        found = [ROOT / file] if "/" in file else list(PYTHON_TESTS.glob(f"*/{file}"))
+        path = found[0] if len(found) == 1 else ROOT / "missing"
         tree = ast.parse(path.read_text()) if path.exists() else ast.Module(body=[], type_ignores=[])
         cache[file] = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     return cache[file]

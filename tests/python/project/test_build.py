@@ -1,15 +1,15 @@
 """The Meson project configures cleanly with and without nvcc (option cuda=auto)."""
 import os
-import pathlib
 import shutil
 import subprocess
 
 import pytest
 
+from paths import ROOT
+
 pytestmark = [pytest.mark.any_python,  # Meson's configuration: the same on every Python (conftest.py)
               pytest.mark.no_sanitized_code]  # the asan-python stage deselects it (conftest.py)
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def configure(tmp_path, env):
