@@ -105,9 +105,7 @@ def bindings(builds_base):
         setup = ["meson", "setup", str(folder / "build"), str(source), f"-Dpython={sys.executable}"]
         # tests/run's asan-python stage sanitizes the modules too: the casters and
         # dlbridge's headers run inside them.
-        sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
-        if sanitize:
-            setup += [f"-Db_sanitize={sanitize}", "-Dcpp_args=-fno-sanitize-recover=all"]
+        setup += consumers.sanitizer_options()
         for step in (setup, ["meson", "compile", "-C", str(folder / "build")]):
             result = subprocess.run(step, capture_output=True, text=True, timeout=900)
             assert result.returncode == 0, result.stdout + result.stderr

@@ -40,6 +40,18 @@ def skip_unless_installed(what: str) -> None:
                     f"{dlbridge.get_include()}); {what} builds against an installed dlbridge: pip install .")
 
 
+def sanitizer_options(*cpp_args: str) -> list[str]:
+    """Meson's options for a consumer built in tests/run's asan-python stage
+    (DLBRIDGE_TEST_SANITIZE names the sanitizers), none elsewhere: every report
+    aborts, and -O1, the optimization the sanitizers are meant for, as the
+    sanitized dlbridge is built (docs/hardening.md)."""
+    sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
+    if not sanitize:
+        return []
+    return [f"-Db_sanitize={sanitize}", "-Doptimization=1",
+            "-Dcpp_args=" + " ".join(["-fno-sanitize-recover=all", *cpp_args])]
+
+
 def pip_install(source: pathlib.Path, root: pathlib.Path) -> pathlib.Path:
     """Builds the package at `source` in root/build and installs it into
     root/target, which it returns; skips where dlbridge is no installed wheel.
@@ -50,10 +62,8 @@ def pip_install(source: pathlib.Path, root: pathlib.Path) -> pathlib.Path:
     cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
            "--disable-pip-version-check", "--target", str(root / "target"),
            f"--config-settings=build-dir={root / 'build'}", str(source)]
-    sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
-    if sanitize:
-        cmd[-1:-1] = [f"--config-settings=setup-args=-Db_sanitize={sanitize}",
-                      "--config-settings=setup-args=-Dcpp_args=-fno-sanitize-recover=all -fno-sanitize=alignment"]
+    options = sanitizer_options("-fno-sanitize=alignment")
+    cmd[-1:-1] = [f"--config-settings=setup-args={option}" for option in options]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     return root / "target"
