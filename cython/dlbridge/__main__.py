@@ -38,12 +38,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
-import selectors
 import signal
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -54,7 +51,8 @@ import dlbridge
 from dlbridge._probe import FIELDS, LIBRARIES, Exchange, Library, unavailable
 from dlbridge.testing import FAIL, Result
 from dlbridge.testing._report import summary
-from dlbridge.testing._runner import ending, run_isolated
+from dlbridge._child_process import ChildProcess, ending, stop_children_on_signals, wait
+from dlbridge.testing._runner import run_isolated, seconds_argument
 
 # What the kit checks on every machine: (subject, side, MODULE:NAME).
 KIT_SUBJECTS = [("dlbridge.Array", "producer", "dlbridge.testing.libraries:dlbridge_array"),
@@ -83,51 +81,32 @@ class _Probe:
     def __init__(self, lib: Library, timeout: float, import_timeout: float):
         self.lib, self.timeout, self.limit = lib, timeout, import_timeout
         self.fields: dict[str, str] = {}
-        self.pending = b""
-        self.pipe, write = os.pipe()
-        try:
-            # This interpreter with its options (-I, -E, -X ...), so that the child finds what this process
-            # finds; in a session of its own, so that it is killed as a group on time-out and spared the
-            # terminal's Ctrl-C (the doctor's, which kills it).
-            flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]  # multiprocessing's too
-            command = [sys.executable, *flags, "-m", "dlbridge._probe"]
-            self.process = subprocess.Popen([*command, lib.name, str(write)],
-                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            pass_fds=(write,), start_new_session=True)
-        except BaseException:
-            os.close(self.pipe)
-            raise
-        finally:
-            os.close(write)
+        self.child = ChildProcess("dlbridge._probe", [lib.name])
         self.deadline = time.monotonic() + import_timeout
+        self.crash = ""  # the end of what a child that crashed wrote on standard error
 
-    def read(self) -> Exchange | None:
-        """Takes what the child wrote; its row once it is complete or the child has ended."""
-        data = os.read(self.pipe, 1 << 16)
-        *lines, self.pending = (self.pending + data).split(b"\n")
-        for line in lines:
-            try:
-                field, value = json.loads(line)
-            except (ValueError, TypeError):
-                continue  # not a line of the probe's
+    def row(self) -> Exchange | None:
+        """Takes what the child sent; its row once it is complete, the child
+        has ended or its time is up."""
+        self.child.read()
+        for field, value in self.child.events:
             if len(self.fields) < len(FIELDS) and field == FIELDS[len(self.fields)] and isinstance(value, str):
                 self.fields[field] = value
                 if field == "version":  # imported: the exchanges have their own time
                     self.limit = self.timeout
                     self.deadline = time.monotonic() + self.timeout
+        self.child.events.clear()
         if len(self.fields) == len(FIELDS):
+            self.child.stop()
             return Exchange(self.lib.name, **self.fields)
-        if data:
-            return None
-        try:
-            # At least a moment: a child's pipe closes as it exits, just before it can be reaped.
-            return self.ended(ending(self.process.wait(max(1.0, self.deadline - time.monotonic()))))
-        except subprocess.TimeoutExpired:  # it closed the pipe and went on
-            return self.timed_out()
-
-    def timed_out(self) -> Exchange:
-        self.stop()
-        return self.ended(f"timed out after {self.limit:g} s")
+        if self.child.returncode is not None:
+            if self.child.returncode != 0:
+                self.crash = self.child.stderr_tail()
+            return self.ended(ending(self.child.returncode))
+        if time.monotonic() >= self.deadline:
+            self.child.stop()
+            return self.ended(f"timed out after {self.limit:g} s")
+        return None
 
     def ended(self, how: str) -> Exchange:
         """The row of a child that ended `how` before it was complete: in the field it was finding."""
@@ -137,55 +116,27 @@ class _Probe:
         row[FIELDS[len(self.fields)]] = how
         return Exchange(self.lib.name, **row)
 
-    def stop(self) -> None:
-        """Ends the child and whatever it started, if it still runs; reaps it."""
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:  # it ended meanwhile
-                pass
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:  # stuck in the kernel (a hung driver), where no signal reaches it
-            pass
 
-
-def run_probes(libraries: Sequence[Library], timeout: float, import_timeout: float) -> list[Exchange]:
-    """The row of each library, each found by a child process, all running at once. A child has
-    `import_timeout` seconds to import its library, then `timeout` seconds for the exchanges."""
+def run_probes(libraries: Sequence[Library], timeout: float,
+               import_timeout: float) -> tuple[list[Exchange], list[tuple[str, str]]]:
+    """The row of each library, each found by a child process, all running at once (a child has
+    `import_timeout` seconds to import its library, then `timeout` seconds for the exchanges),
+    and (library, the end of what its child wrote on standard error) for each child that crashed."""
     rows: dict[str, Exchange] = {}
     probes: list[_Probe] = []
     try:
-        with selectors.DefaultSelector() as selector:
-            for lib in libraries:
-                probes.append(_Probe(lib, timeout, import_timeout))
-                selector.register(probes[-1].pipe, selectors.EVENT_READ, probes[-1])
-            while selector.get_map():
-                running = [key.data for key in selector.get_map().values()]
-                for key, _ in selector.select(max(0.0, min(p.deadline for p in running) - time.monotonic())):
-                    row = key.data.read()
-                    if row is not None:
-                        rows[row.library] = row
-                        selector.unregister(key.fileobj)
-                for probe in running:
-                    if probe.lib.name not in rows and time.monotonic() >= probe.deadline:
-                        rows[probe.lib.name] = probe.timed_out()
-                        selector.unregister(probe.pipe)
+        probes = [_Probe(lib, timeout, import_timeout) for lib in libraries]
+        while len(rows) < len(probes):
+            running = [p for p in probes if p.lib.name not in rows]
+            wait([p.child for p in running], min(p.deadline for p in running))
+            for probe in running:
+                row = probe.row()
+                if row is not None:
+                    rows[row.library] = row
     finally:
         for probe in probes:
-            probe.stop()
-            os.close(probe.pipe)
-    return [rows[lib.name] for lib in libraries]
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return seconds
+            probe.child.stop()
+    return [rows[lib.name] for lib in libraries], [(p.lib.name, p.crash) for p in probes if p.crash]
 
 
 def _installed_folder(folder: str) -> str:
@@ -215,9 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version",
                         version=f"dlbridge {info['version']} (DLPack {info['dlpack_version']}, {info['compiler']}, "
                                 f"{info['cpp_std']}, {cuda})")
-    parser.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=seconds_argument, default=10.0, metavar="SECONDS",
                         help="time each library has for its exchanges, once imported (default: %(default)g)")
-    parser.add_argument("--import-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+    parser.add_argument("--import-timeout", type=seconds_argument, default=60.0, metavar="SECONDS",
                         help="time each library has to import (default: %(default)g)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -245,9 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         print(dlbridge.get_cmake_dir())
         return 0
 
+    stop_children_on_signals()
     with ThreadPoolExecutor(len(KIT_SUBJECTS)) as pool:  # the kit's children run beside the probes'
         kit = [pool.submit(run_isolated, side, spec, timeout=args.timeout) for _, side, spec in KIT_SUBJECTS]
-        results = run_probes(LIBRARIES, args.timeout, args.import_timeout)
+        results, crashes = run_probes(LIBRARIES, args.timeout, args.import_timeout)
         verdicts = [future.result() for future in kit]
     failed = any(getattr(r, field).startswith(FAILURES) for r in results for field in FIELDS if field != "version")
     failed |= any(r.verdict == FAIL for found in verdicts for r in found)
@@ -257,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                        for (name, side, spec), found in zip(KIT_SUBJECTS, verdicts)]
         print(json.dumps({"build": info, "conformance": conformance, "exchanges": [asdict(r) for r in results]},
                          indent=2))
+        _print_crashes(crashes)
         return 1 if failed else 0
 
+    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # a library's message may not encode
     print(f"dlbridge {info['version']}: DLPack {info['dlpack_version']}, {info['compiler']}, {info['cpp_std']}")
     if info["cuda"]:
         gpus = f"{info['gpu_count']} GPU(s)" if info["gpu_count"] else f"no GPU ({info['cuda_status']})"
@@ -280,7 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for line in next_steps(results, gpu=bool(info["cuda"] and info["gpu_count"])):
         print(line)
+    _print_crashes(crashes)
     return 1 if failed else 0
+
+
+def _print_crashes(crashes: list[tuple[str, str]]) -> None:
+    """What the probes that crashed wrote last on standard error, after the report, on standard error."""
+    sys.stdout.flush()
+    for library, said in crashes:
+        print(f"python -m dlbridge: the probe of {library} crashed; the end of what it wrote on standard error:\n"
+              f"{said}", file=sys.stderr)
 
 
 def shell_python() -> str:

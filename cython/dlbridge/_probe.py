@@ -1,14 +1,15 @@
 """One array library's row of the doctor (python -m dlbridge), found in this
 process.
 
-``python -m dlbridge._probe LIBRARY [FD]`` imports the library, moves a small
-array each way between it and dlbridge, and writes each field of the row as
+``python -m dlbridge._probe LIBRARY`` imports the library, moves a small
+array each way between it and dlbridge, and prints each field of the row as
 soon as it is known, one JSON line ``[field, value]`` in the order of
-``FIELDS``, on file descriptor FD (default: standard output). The doctor runs
-one such process per library and reads FD through a pipe of its own, so a
-library that prints cannot garble the row, and one that kills or hangs its
-process costs only the fields not yet written. Run it by hand to see what a
-library prints or where it crashes.
+``FIELDS``: run it by hand to see what a library prints or where it crashes.
+The doctor runs one such process per library, all at once, as a
+dlbridge._child_process child (``python -m dlbridge._probe FD CONFIG
+LIBRARY``), which sends each field as an event on a pipe of its own: a
+library that prints cannot garble the row, and one that kills, hangs or
+forks its process costs only the fields not yet sent.
 
 A row is a ``Library`` entry, probed by ``probe``. Another kind of row would
 be a probe of its own, yielding the fields of ``Exchange`` in their order,
@@ -29,6 +30,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 import dlbridge
+from dlbridge._child_process import open_channel
 
 VALUES = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
 
@@ -195,18 +197,19 @@ def check(lib: Library) -> Exchange:
 
 
 def main(argv: list[str]) -> None:
+    if len(argv) == 3 and argv[0].isdigit():  # FD CONFIG LIBRARY: the doctor's child
+        channel, argv = open_channel(argv)
+        send = channel.send
+    else:  # by hand: the fields on standard output
+        def send(field: str, value: str) -> None:
+            print(json.dumps([field, value]), flush=True)
     libraries = {lib.name: lib for lib in LIBRARIES}
-    name, *rest = argv or [""]
-    if name not in libraries or len(rest) > 1 or rest and not rest[0].isdigit():
-        sys.exit(f"usage: python -m dlbridge._probe LIBRARY [FD]; LIBRARY is one of {', '.join(libraries)}; "
+    if len(argv) != 1 or argv[0] not in libraries:
+        sys.exit(f"usage: python -m dlbridge._probe LIBRARY; LIBRARY is one of {', '.join(libraries)}; "
                  f"got {' '.join(argv) or 'nothing'}")
-    lib, fd = libraries[name], int(rest[0]) if rest else sys.stdout.fileno()
-    os.set_inheritable(fd, False)  # the library's own subprocesses must not hold the doctor's pipe open
-    faulthandler.enable()  # a crash prints where it happened on stderr, which the doctor leaves to the user
-    out = os.fdopen(fd, "w", closefd=False)
-    for field, value in probe(lib):
-        out.write(json.dumps([field, value]) + "\n")
-        out.flush()
+    faulthandler.enable()  # a crash says where on standard error, whose end the doctor shows
+    for field, value in probe(libraries[argv[0]]):
+        send(field, value)
     sys.stdout.flush()  # what the library printed, when run by hand
     os._exit(0)  # done: no interpreter shutdown, where a library's atexit hooks and threads could still hang
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Iterable
 
-from dlbridge.testing._model import (FAIL, NOT_APPLICABLE, PASS, Clause, Consumer, Producer, Result, clauses, run)
-from dlbridge.testing._runner import SpecError, load, run_isolated
+from dlbridge.testing._model import (FAIL, NOT_APPLICABLE, PASS, Clause, Consumer, Producer, Result, clauses,
+                                     nothing_checked, run)
+from dlbridge.testing._runner import SpecError, check_loads, run_isolated, seconds_argument
 
 __all__ = ["PASS", "FAIL", "NOT_APPLICABLE", "Clause", "Result", "SpecError", "clauses", "check", "check_producer",
            "check_consumer"]
@@ -67,7 +68,7 @@ def pytest_addoption(parser) -> None:
     for side, option, metavar in _OPTIONS:
         group.addoption(option, action="append", default=[], metavar=metavar,
                         help=f"run the kit's {side} clauses on this callable (repeatable)")
-    group.addoption("--dlpack-timeout", type=float, default=60.0, metavar="SECONDS",
+    group.addoption("--dlpack-timeout", type=seconds_argument, default=60.0, metavar="SECONDS",
                     help="time each clause has before it fails as hung (default: 60)")
 
 
@@ -82,7 +83,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         specs = config.getoption(option.lstrip("-").replace("-", "_"))
         for spec in specs:
             try:
-                load(spec)
+                check_loads(side, spec)  # in a child: a module that crashes or exits at import is a usage error
             except SpecError as error:
                 raise pytest.UsageError(f"{option}: {error}") from None
             for c in clauses(side):
@@ -91,6 +92,18 @@ def pytest_collection_modifyitems(session, config, items) -> None:
                                              clause=c)
                 item.add_marker("dlpack")
                 items.append(item)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    for subject in config.__dict__.get("_dlbridge_kit_unchecked", []):
+        terminalreporter.write_line(f"dlbridge.testing: nothing was checked on {subject}: no clause applied (each "
+                                    f"skip says why; a factory that declines every case is no pass)", red=True)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    import pytest
+    if session.config.__dict__.get("_dlbridge_kit_unchecked") and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @functools.cache
@@ -114,6 +127,8 @@ def _item_type() -> Any:
                 timeout = self.config.getoption("dlpack_timeout")
                 found[self.side, self.spec] = {r.clause: r for r in run_isolated(self.side, self.spec,
                                                                                  timeout=timeout)}
+                if nothing_checked(found[self.side, self.spec].values()):
+                    self.config.__dict__.setdefault("_dlbridge_kit_unchecked", []).append(f"{self.side} {self.spec}")
             result = found[self.side, self.spec][self.clause.id]
             if result.verdict == NOT_APPLICABLE:
                 pytest.skip(f"not applicable: {result.observed}")

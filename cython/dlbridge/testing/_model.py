@@ -73,8 +73,22 @@ def clauses(side: str) -> list[Clause]:
     return sorted((c for c in CLAUSES if c.side == side), key=lambda c: c.tier == "gpu")  # the GPU tier last
 
 
+OBSERVED_LIMIT = 1 << 16  # characters of an observation; a library's message can be any size
+
+
 def describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    """"Type: message", whatever the exception's __str__ does."""
+    name = type(error).__name__
+    try:
+        message = str(error)
+    except BaseException as inner:  # noqa: B036  (a library's __str__ may raise anything)
+        message = f"<its str() raised {type(inner).__name__}>"
+    return f"{name}: {message}" if message else name
+
+
+def bounded(text: str, limit: int = OBSERVED_LIMIT) -> str:
+    """`text`, cut to `limit` characters with a note of how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} characters more)"
 
 
 def expected_values(shape: Iterable[int], dtype: str) -> list:
@@ -156,7 +170,7 @@ def gpu_unavailable() -> str | None:
 def run_clause(check: Clause, subject: Producer | Consumer) -> Result:
     """The verdict of one clause on `subject`, found in this process."""
     def result(verdict: str, observed: str) -> Result:
-        return Result(check.id, verdict, observed, check.title, check.source, check.cites)
+        return Result(check.id, verdict, bounded(observed), check.title, check.source, check.cites)
     if check.tier == "gpu":
         reason = gpu_unavailable()
         if reason:
@@ -167,8 +181,13 @@ def run_clause(check: Clause, subject: Producer | Consumer) -> Result:
         return result(NOT_APPLICABLE, str(error))
     except Failed as error:
         return result(FAIL, str(error))
-    except Exception as error:  # the library raised where the clause expects it not to
+    except BaseException as error:  # the library raised where the clause expects it not to (SystemExit too)
         return result(FAIL, f"raised {describe(error)}")
+
+
+def nothing_checked(results: Iterable[Result]) -> bool:
+    """Whether no clause applied: neither a pass nor a failure among `results`."""
+    return all(r.verdict == NOT_APPLICABLE for r in results)
 
 
 def run(subject: Producer | Consumer, only: Iterable[str] | None = None) -> Iterator[Result]:

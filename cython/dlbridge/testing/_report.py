@@ -6,7 +6,10 @@ subject in child processes (dlbridge.testing._runner), and prints each
 clause's verdict (pass, fail, n/a), what was observed and the sentence of
 the specification it checks; ``--json`` prints one JSON object instead.
 Exit status: 0 when every applicable clause passes, 1 when one fails, 2 for
-a usage error or a subject that does not load.
+a usage error or a subject that does not load, 3 when a subject had no
+applicable clause at all (nothing was checked: a factory that declines
+every case is no pass). The text report shows at most ``SHOWN_LINES`` lines
+of each observation; ``--json`` gives them whole.
 """
 from __future__ import annotations
 
@@ -16,10 +19,12 @@ import json
 import sys
 import textwrap
 
-from dlbridge.testing._model import FAIL, NOT_APPLICABLE, PASS, Result
-from dlbridge.testing._runner import SpecError, run_isolated
+from dlbridge._child_process import stop_children_on_signals
+from dlbridge.testing._model import FAIL, NOT_APPLICABLE, PASS, Result, nothing_checked
+from dlbridge.testing._runner import SpecError, run_isolated, seconds_argument
 
 Section = tuple[str, str, list[Result]]  # (side, spec, results)
+SHOWN_LINES = 12  # of an observation, in the text report
 
 
 def summary(results: list[Result]) -> dict[str, int]:
@@ -32,7 +37,10 @@ def format_text(sections: list[Section], width: int = 100) -> str:
         lines.append(f"{side} {spec}")
         for r in results:
             lines.append(f"  {r.verdict.upper():4}  {r.clause}: {r.title}")
-            for text in (f"observed: {r.observed}", f"{r.source}: \"{r.cites}\""):
+            observed = r.observed.splitlines() or [""]
+            if len(observed) > SHOWN_LINES:
+                observed = observed[:SHOWN_LINES] + [f"... ({len(observed) - SHOWN_LINES} lines more: --json has all)"]
+            for text in [f"observed: {observed[0]}", *observed[1:], f"{r.source}: \"{r.cites}\""]:
                 lines += textwrap.wrap(text, width=width, initial_indent=" " * 8, subsequent_indent=" " * 10)
         counts = summary(results)
         lines.append(f"  {counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_APPLICABLE]} not applicable")
@@ -55,11 +63,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--consumer", action="append", default=[], metavar="MODULE:FUNCTION",
                         help="FUNCTION(producer) returns the library's array made from the producer")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=seconds_argument, default=60.0, metavar="SECONDS",
                         help="time each clause has before it fails as hung (default: %(default)g)")
     args = parser.parse_args(argv)
     if not args.producer and not args.consumer:
         parser.error("name a --producer MODULE:FACTORY, a --consumer MODULE:FUNCTION, or both")
+    stop_children_on_signals()
     sections: list[Section] = []
     try:
         for side, specs in (("producer", args.producer), ("consumer", args.consumer)):
@@ -67,5 +76,14 @@ def main(argv: list[str]) -> int:
     except SpecError as error:
         print(f"python -m dlbridge check: {error}", file=sys.stderr)
         return 2
+    # A library's message may hold what the terminal's encoding cannot write (a lone surrogate).
+    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     print(json.dumps(as_json(sections), indent=2) if args.json else format_text(sections))
-    return 1 if any(r.verdict == FAIL for _, _, results in sections for r in results) else 0
+    if any(r.verdict == FAIL for _, _, results in sections for r in results):
+        return 1
+    empty = [f"{side} {spec}" for side, spec, results in sections if nothing_checked(results)]
+    if empty:
+        print(f"python -m dlbridge check: nothing was checked on {', '.join(empty)}: no clause applied "
+              f"(each observation says why; a factory that declines every case is no pass)", file=sys.stderr)
+        return 3
+    return 0

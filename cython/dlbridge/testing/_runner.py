@@ -1,37 +1,33 @@
 """Runs the kit's clauses in child processes, so that a library which
-crashes, exits or hangs on a clause fails that clause and not the run.
+crashes, exits, hangs or forks on a clause fails that clause and not the run.
 
-``python -m dlbridge.testing._child SIDE SPEC FD FIRST`` loads SPEC
+``python -m dlbridge.testing._child FD CONFIG SIDE SPEC FIRST`` loads SPEC
 (``MODULE:NAME``), runs the clauses of SIDE from the one numbered FIRST on,
-and writes one JSON line per event on file descriptor FD: ``["start", id]``
-before a clause, ``["result", {...}]`` after it, ``["error", message]``
-when SPEC cannot be loaded. The parent (``run_isolated``) gives the clause
-in flight a failing verdict when its child ends or times out, and starts a
-new child from the next clause. The child's ``sys.path`` is the parent's.
+and sends its events on the channel of dlbridge._child_process: ``start``
+with a clause's id before the clause, ``result`` after it, ``done`` when no
+clause is left, ``error`` when SPEC cannot be loaded. A clause's verdict is
+taken only from the child the kit started, and a child that ends before
+``done``, or with a non-zero status, fails the clause in flight (the next
+one, between clauses; the last one, after it), with the end of what it
+wrote on standard error; the parent then starts a new child from the next
+clause.
 """
 from __future__ import annotations
 
 import importlib
-import json
-import os
-import selectors
-import signal
-import subprocess
-import sys
 import time
 from typing import Any, Callable
 
+from dlbridge._child_process import ChildProcess, ending, wait
 from dlbridge.testing._model import FAIL, Consumer, Producer, Result, clauses, describe
-
-PATH_VARIABLE = "DLBRIDGE_KIT_PATH"
 
 
 class SpecError(Exception):
-    """A MODULE:NAME that does not name a callable."""
+    """A MODULE:NAME that does not name a callable, or whose module does not load."""
 
 
 def load(spec: str) -> Callable[..., Any]:
-    """The callable named by ``MODULE:NAME`` (NAME may be dotted)."""
+    """The callable named by ``MODULE:NAME`` (NAME may be dotted), in this process."""
     module_name, colon, name = spec.partition(":")
     if not colon or not module_name or not name:
         raise SpecError(f"expected MODULE:NAME, got {spec!r}")
@@ -39,7 +35,7 @@ def load(spec: str) -> Callable[..., Any]:
         target: Any = importlib.import_module(module_name)
         for part in name.split("."):
             target = getattr(target, part)
-    except Exception as error:
+    except BaseException as error:  # SystemExit and KeyboardInterrupt at import included
         raise SpecError(f"cannot load {spec}: {describe(error)}") from None
     if not callable(target):
         raise SpecError(f"{spec} is {type(target).__name__}, not callable")
@@ -50,20 +46,31 @@ def subject(side: str, spec: str) -> Producer | Consumer:
     return (Producer if side == "producer" else Consumer)(load(spec), spec)
 
 
-def ending(returncode: int) -> str:
-    """How a child process that wrote no more ended (also the doctor's words)."""
-    if returncode < 0:
-        try:
-            return f"crashed: signal {-returncode} ({signal.Signals(-returncode).name})"
-        except ValueError:
-            return f"crashed: signal {-returncode}"
-    return f"crashed: exit status {returncode}"
+def seconds(value: Any, what: str = "timeout") -> float:
+    """`value` as a positive, finite number of seconds; ValueError naming it otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0 < number < float("inf"):
+        raise ValueError(f"{what}: expected a positive number of seconds, got {value!r}")
+    return number
+
+
+def seconds_argument(text: str) -> float:
+    """`seconds` as an argparse type (the kit's and the doctor's command lines)."""
+    import argparse
+    try:
+        return seconds(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
 
 
 def run_isolated(side: str, spec: str, *, timeout: float = 60.0, load_timeout: float = 120.0) -> list[Result]:
     """The verdict of every clause of `side` on the subject `spec`, each
-    clause given `timeout` seconds (and the child `load_timeout` to import
+    clause given `timeout` seconds (and each child `load_timeout` to import
     the subject). Raises SpecError when the spec does not load."""
+    timeout, load_timeout = seconds(timeout), seconds(load_timeout, "load_timeout")
     order = clauses(side)
     results: list[Result] = []
     while len(results) < len(order):
@@ -71,62 +78,69 @@ def run_isolated(side: str, spec: str, *, timeout: float = 60.0, load_timeout: f
     return results
 
 
+def check_loads(side: str, spec: str, *, load_timeout: float = 120.0) -> None:
+    """Raises SpecError unless `spec` loads, in a child process (a module that
+    crashes or exits at import takes only the child down)."""
+    order = clauses(side)
+    _child(side, spec, len(order), order, load_timeout, seconds(load_timeout, "load_timeout"))
+
+
 def _child(side: str, spec: str, first: int, order: list, timeout: float, load_timeout: float) -> list[Result]:
-    """The results one child gives, from clause `first` on, ending with the
-    failing verdict of the clause it was in when it died or hung."""
-    read, write = os.pipe()
-    try:
-        command = [sys.executable, *subprocess._args_from_interpreter_flags(),  # type: ignore[attr-defined]
-                   "-m", "dlbridge.testing._child", side, spec, str(write), str(first)]
-        env = dict(os.environ, **{PATH_VARIABLE: json.dumps(sys.path)})
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
-                                   pass_fds=(write,), start_new_session=True)
-    except BaseException:
-        os.close(read)
-        raise
-    finally:
-        os.close(write)
+    """The results one child gives, from clause `first` on; where it ends
+    before it is done, the last is the failing verdict of the clause it was in."""
+    child = ChildProcess("dlbridge.testing._child", [side, spec, str(first)])
     results: list[Result] = []
     current: str | None = None
-    pending = b""
+    done = False
+    how = ""
     deadline = time.monotonic() + load_timeout
     try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(read, selectors.EVENT_READ)
-            while True:
-                if not selector.select(max(0.0, deadline - time.monotonic())):
-                    how = f"timed out after {timeout if current else load_timeout:g} s"
-                    break
-                data = os.read(read, 1 << 16)
-                if not data:
-                    how = ending(_reap(process))
-                    break
-                *lines, pending = (pending + data).split(b"\n")
-                for line in lines:
-                    event, value = json.loads(line)
-                    if event == "error":
-                        raise SpecError(value)
-                    if event == "start":
-                        current, deadline = value, time.monotonic() + timeout
-                    else:
-                        results.append(Result(**value))
-                        current = None
+        while child.returncode is None:
+            wait([child], deadline)
+            child.read()
+            for event, value in child.events:
+                if event == "error":
+                    raise SpecError(str(value))
+                if event == "start":
+                    current, deadline = str(value), time.monotonic() + timeout
+                elif event == "result" and current is not None:
+                    results.append(_result(value, order[first + len(results)]))
+                    current = None
+                elif event == "done":
+                    done = True
+            child.events.clear()
+            if child.returncode is None and time.monotonic() >= deadline:
+                how = f"timed out after {timeout if current or done else load_timeout:g} s"
+                break
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        _reap(process)
-        os.close(read)
-    done = first + len(results)
-    if done < len(order):  # the child stopped inside a clause, or while loading the subject
-        if current is None and not results:
+        child.stop()
+    if done and child.returncode == 0:
+        return results
+    if not how:
+        how = ending(child.returncode or 0) if child.returncode else "ended before it was done (exit status 0)"
+        said = child.stderr_tail()
+        if said:
+            how += "; the end of what it wrote on standard error:\n" + said
+    if current is None and not results and first < len(order):
+        raise SpecError(f"loading {spec}: {how}")
+    if current is None and first + len(results) == len(order):  # after the last clause
+        last = results.pop() if results else None
+        if last is None:
             raise SpecError(f"loading {spec}: {how}")
-        check = order[done]
-        results.append(Result(check.id, FAIL, how, check.title, check.source, check.cites))
+        how = f"{how} (after this clause, which had found: {last.verdict}: {last.observed})"
+    check = order[first + len(results)]
+    results.append(Result(check.id, FAIL, how, check.title, check.source, check.cites))
     return results
 
 
-def _reap(process: subprocess.Popen) -> int:
+def _result(value: Any, check: Any) -> Result:
+    """A result event as a Result of `check`; one that is not (written by
+    the subject over the kit's channel) is a failure of the clause."""
     try:
-        return process.wait(10)
-    except subprocess.TimeoutExpired:  # stuck in the kernel
-        return -signal.SIGKILL
+        result = Result(**value)
+    except TypeError:
+        result = None
+    if result is None or result.clause != check.id:
+        return Result(check.id, FAIL, f"the clause's result was not the kit's: {str(value)[:200]}", check.title,
+                      check.source, check.cites)
+    return result

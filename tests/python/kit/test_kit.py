@@ -4,9 +4,11 @@ runner that turns a crash or a hang into the failing verdict of one clause,
 The clauses themselves are tested in test_kit_<part>.py."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -46,7 +48,60 @@ def exits(shape, dtype, **keywords):
 def declines(shape, dtype, **keywords):
     raise NotImplementedError("nothing today")
 
+def forks_then_crashes(shape, dtype, **keywords):
+    # The copy goes on through the clauses, as if nothing happened, while the original crashes.
+    global calls
+    calls += 1
+    if calls == 2 and os.fork() != 0:
+        ctypes.string_at(0)
+    return dlbridge_array(shape, dtype, **keywords)
+
+def ends_quietly(shape, dtype, **keywords):
+    global calls
+    calls += 1
+    if calls == 2:
+        os._exit(0)
+    return dlbridge_array(shape, dtype, **keywords)
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message")
+
+class NotAnException(BaseException):
+    pass
+
+def raises_unprintable(shape, dtype, **keywords):
+    raise Unprintable()
+
+def raises_base_exception(shape, dtype, **keywords):
+    raise NotAnException("from the factory")
+
+def raises_a_long_message(shape, dtype, **keywords):
+    raise ValueError("x" * (50 << 20))
+
+def raises_a_lone_surrogate(shape, dtype, **keywords):
+    raise ValueError("bad \\udc80 byte")
+
 not_callable = 42
+"""
+
+# A module that forks a helper at import, as a library starting a server or a
+# multiprocessing pool would: the helper inherits every pipe, writes its pid
+# into HELPER_PID, and outlives its parent unless its process group is ended.
+FORKS_AT_IMPORT = """
+import ctypes, os, time
+from dlbridge.testing.libraries import dlbridge_array
+if os.fork() == 0:
+    with open(os.environ["HELPER_PID"], "a") as file:
+        file.write(f"{os.getpid()}\\n")
+    time.sleep(600)
+    os._exit(0)
+
+def crashes(shape, dtype, **keywords):
+    ctypes.string_at(0)
+
+def works(shape, dtype, **keywords):
+    return dlbridge_array(shape, dtype, **keywords)
 """
 
 
@@ -75,8 +130,121 @@ def test_a_crash_fails_the_clause_in_flight_and_the_rest_still_run(seeded):
     assert [r.clause for r in results] == order
     assert results[0].verdict == PASS
     crashed = [r for r in results if r.observed.startswith("crashed")]
-    assert crashed and all(r.verdict == FAIL and r.observed == "crashed: signal 11 (SIGSEGV)" for r in crashed)
+    said = "crashed: signal 11 (SIGSEGV); the end of what it wrote on standard error:\nFatal Python error: Segmentation"
+    assert crashed and all(r.verdict == FAIL and r.observed.startswith(said) for r in crashed)
     assert results[1] in crashed
+
+
+def test_a_crash_is_told_under_its_clause_not_above_the_report(seeded):
+    done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes")
+    assert done.returncode == 1
+    assert done.stderr == ""
+    assert "        observed: crashed: signal 11 (SIGSEGV); the end of what it wrote on standard error:\n" \
+           "        Fatal Python error: Segmentation fault" in done.stdout
+
+
+def alive(pid):
+    """Whether process `pid` runs (a zombie left to the init process has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_copy_made_by_fork_speaks_for_nobody(seeded):
+    results = check("producer", "kit_wrong:forks_then_crashes")
+    assert [r.clause for r in results] == [c.id for c in clauses("producer")]  # one verdict each, the copy's ignored
+    assert results[1].verdict == FAIL and results[1].observed.startswith("crashed: signal 11 (SIGSEGV)")
+
+
+def test_a_child_that_ends_before_it_is_done_fails_the_clause_in_flight(seeded):
+    results = check("producer", "kit_wrong:ends_quietly")
+    assert results[0].verdict == PASS
+    assert (results[1].verdict, results[1].observed) == (FAIL, "ended before it was done (exit status 0)")
+
+
+@pytest.mark.parametrize("factory, observed", [
+    ("raises_unprintable", "raised Unprintable: <its str() raised RuntimeError>"),
+    ("raises_base_exception", "raised NotAnException: from the factory"),
+])
+def test_what_a_factory_raises_is_told_whatever_it_is(seeded, factory, observed):
+    results = check("producer", f"kit_wrong:{factory}")
+    assert (results[0].verdict, results[0].observed) == (FAIL, observed)
+
+
+def test_a_message_of_any_size_is_read_at_once_and_cut(seeded):
+    results = check("producer", "kit_wrong:raises_a_long_message", timeout=30)
+    first = results[0].observed
+    assert results[0].verdict == FAIL and first.startswith("raised ValueError: xxx")
+    assert first.endswith(f"... ({(50 << 20) - (1 << 16) + len('raised ValueError: ')} characters more)")
+
+
+def test_a_message_the_terminal_cannot_encode_is_still_printed(seeded):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), PYTHONIOENCODING="utf-8:strict")
+    done = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--producer", "kit_wrong:raises_a_lone_surrogate"],
+                          capture_output=True, text=True, env=env, timeout=600, errors="backslashreplace")
+    assert done.returncode == 1, done.stderr
+    assert "raised ValueError: bad \\udc80 byte" in done.stdout
+
+
+def test_helpers_forked_at_import_neither_hold_the_verdict_nor_outlive_it(tmp_path, monkeypatch, deliberate_crashes):
+    (tmp_path / "kit_forks.py").write_text(FORKS_AT_IMPORT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("HELPER_PID", str(tmp_path / "helpers"))
+    results = check("producer", "kit_forks:crashes", timeout=600)  # a helper holding the pipe would cost 600 s
+    assert results[0].verdict == FAIL and results[0].observed.startswith("crashed: signal 11")
+    assert [r for r in check("producer", "kit_forks:works") if r.verdict == FAIL] == []
+    helpers = [int(pid) for pid in (tmp_path / "helpers").read_text().split()]
+    assert len(helpers) > 2 and not any(alive(pid) for pid in helpers)
+
+
+def test_paths_of_any_type_and_length_reach_the_child(seeded, monkeypatch):
+    import pathlib
+    monkeypatch.syspath_prepend(str(seeded))
+    monkeypatch.setattr(sys, "path", [pathlib.Path(seeded), *sys.path, *(f"/no/such/{i:0200}" for i in range(1000))])
+    results = check("producer", DLBRIDGE)
+    assert [r for r in results if r.verdict == FAIL] == []
+
+
+@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), "soon"])
+def test_timeouts_must_be_positive_seconds(value):
+    with pytest.raises(ValueError, match=f"^timeout: expected a positive number of seconds, got {value!r}$"):
+        check("producer", DLBRIDGE, timeout=value)
+    done = run("-m", "dlbridge", "check", "--producer", DLBRIDGE, "--timeout", str(value))
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        f"python -m dlbridge check: error: argument --timeout: expected a positive number of seconds, got '{value}'\n")
+
+
+def test_a_timeout_of_any_size_is_taken(seeded):
+    assert [r for r in check("producer", DLBRIDGE, timeout=1e308) if r.verdict == FAIL] == []
+
+
+def test_sigterm_ends_the_children_too(seeded, tmp_path):
+    (tmp_path / "kit_waits.py").write_text(textwrap.dedent("""
+        import os, time
+        def waits(shape, dtype, **keywords):
+            with open(os.environ["CHILD_PID"], "w") as file:
+                file.write(str(os.getpid()))
+            time.sleep(600)
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *(p for p in sys.path if p)]),
+               CHILD_PID=str(tmp_path / "child"))
+    check_run = subprocess.Popen([sys.executable, "-m", "dlbridge", "check", "--producer", "kit_waits:waits"],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        if (tmp_path / "child").exists() and (tmp_path / "child").read_text():
+            break
+        time.sleep(0.1)
+    child = int((tmp_path / "child").read_text())
+    check_run.terminate()
+    assert check_run.wait(60) == -signal.SIGTERM
+    for _ in range(100):
+        if not alive(child):
+            break
+        time.sleep(0.1)
+    assert not alive(child)
 
 
 def test_a_hang_fails_the_clause_after_its_timeout(seeded):
@@ -176,8 +344,28 @@ def test_plugin_failures_show_the_observation_and_sentence(seeded, tmp_path):
 
 def test_plugin_skips_what_does_not_apply_with_the_reason(seeded, tmp_path):
     done = pytest_run(tmp_path, "--dlpack-producer", "kit_wrong:declines", "-m", "dlpack")
-    assert done.returncode == 0, done.stdout
     assert "not applicable: the factory declines float32[2, 3]: nothing today" in done.stdout
+    # ... and where nothing applies, nothing was checked: no pass.
+    assert done.returncode == 1, done.stdout
+    assert "dlbridge.testing: nothing was checked on producer kit_wrong:declines: no clause applied" in done.stdout
+
+
+def test_nothing_checked_is_no_pass(seeded):
+    done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:declines")
+    assert done.returncode == 3
+    assert done.stderr == ("python -m dlbridge check: nothing was checked on producer kit_wrong:declines: no clause "
+                           "applied (each observation says why; a factory that declines every case is no pass)\n")
+
+
+@pytest.mark.parametrize("module, why", [
+    ("import ctypes\nctypes.string_at(0)\n", "crashed: signal 11 (SIGSEGV)"),
+    ("raise SystemExit(5)\n", "SystemExit: 5"),
+])
+def test_plugin_a_module_that_crashes_or_exits_at_import_is_a_usage_error(tmp_path, deliberate_crashes, module, why):
+    (tmp_path / "kit_broken.py").write_text(module)
+    done = pytest_run(tmp_path, "--dlpack-producer", "kit_broken:f")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "--dlpack-producer: " in done.stderr and why in done.stderr
 
 
 def test_plugin_two_subjects_of_one_side_are_told_apart(tmp_path):

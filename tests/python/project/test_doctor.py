@@ -5,6 +5,7 @@ under names the doctor probes: array_api_strict and cupy."""
 import importlib.util
 import json
 import os
+import pathlib
 import platform
 import subprocess
 import sys
@@ -249,6 +250,43 @@ def test_a_library_that_exits_or_crashes_is_a_row(tmp_path, behaviour):
         assert cupy["transposed_arrives"] == "refused: " + state.removeprefix("failed: ")
     for library in REAL:
         assert found[library]["into_dlbridge"] == "zero-copy", found[library]
+
+
+def test_a_crash_is_told_after_the_report_not_in_it(tmp_path):
+    result = doctor(tmp_path, cupy=with_from_dlpack("import ctypes; ctypes.string_at(0)"))
+    assert result.returncode == 1
+    assert "Fatal Python error" not in result.stdout
+    assert ("python -m dlbridge: the probe of cupy crashed; the end of what it wrote on standard error:\n"
+            "Fatal Python error: Segmentation fault") in result.stderr
+
+
+def test_helpers_forked_at_import_neither_hold_a_row_nor_outlive_it(tmp_path, monkeypatch):
+    """A library that starts a helper process at import (a server, a pool),
+    which inherits the probe's pipe: the row ends when the probe does, and
+    so does the helper."""
+    helper = textwrap.dedent("""
+        import os, time
+        if os.fork() == 0:
+            with open(os.environ["HELPER_PID"], "a") as file:
+                file.write(f"{os.getpid()}\\n")
+            time.sleep(600)
+            os._exit(0)
+    """)
+    monkeypatch.setenv("HELPER_PID", str(tmp_path / "helpers"))
+    # Were the pipe's end awaited, the crash would read "timed out after 120 s".
+    result = doctor(tmp_path, "--json", "--timeout", "120", array_api_strict=helper + FAKE,
+                    cupy=helper + with_from_dlpack("import ctypes; ctypes.string_at(0)"))
+    found = rows(result)
+    assert found["array_api_strict"]["into_dlbridge"] == "zero-copy", found["array_api_strict"]
+    assert found["cupy"]["from_dlbridge"] == "crashed: signal 11 (SIGSEGV)"
+    helpers = [int(pid) for pid in (tmp_path / "helpers").read_text().split()]
+    assert len(helpers) == 2
+    for pid in helpers:
+        try:
+            state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            state = "gone"
+        assert state in ("gone", "Z"), pid
 
 
 def test_a_library_that_hangs_is_a_row(tmp_path):
