@@ -101,7 +101,7 @@ class _Probe:
             return Exchange(self.lib.name, **self.fields)
         if self.child.returncode is not None:
             if self.child.returncode != 0:
-                self.crash = self.child.stderr_tail()
+                self.crash = self.child.stderr_excerpt()
             return self.ended(ending(self.child.returncode))
         if time.monotonic() >= self.deadline:
             self.child.stop()
@@ -242,7 +242,7 @@ def _print_crashes(crashes: list[tuple[str, str]]) -> None:
     """What the probes that crashed wrote last on standard error, after the report, on standard error."""
     sys.stdout.flush()
     for library, said in crashes:
-        print(f"python -m dlbridge: the probe of {library} crashed; the end of what it wrote on standard error:\n"
+        print(f"python -m dlbridge: the probe of {library} crashed; what it wrote on standard error:\n"
               f"{said}", file=sys.stderr)
 
 

@@ -10,15 +10,15 @@ any length or type fits there and not in an environment variable) and a
 ``[pid, event, value]`` each. The parent keeps only the lines of the process
 it started: a copy made by ``fork`` (multiprocessing, a server started at
 import) that writes on the inherited pipe speaks for nobody. The child's
-standard error goes to a pipe of the parent, which keeps its last lines for
-the verdict of a crash, so that no backtrace of a crashing library is
-printed above the parent's report.
+standard error goes to a pipe of the parent, which keeps its first and last lines
+for the verdict of a crash (the error, then where it happened), so that no
+backtrace of a crashing library is printed above the parent's report.
 
 The parent learns that the child ended from its exit status, not from the
 end of the pipe, which a forked helper may hold open: it then reads what
 is already written, ends the child's whole process group and stops reading.
-Every read is bounded (``MAX_LINE`` per event, ``STDERR_TAIL`` of standard
-error) and no wait outlasts ``TICK``, so a flood of output or a deadline
+Every read is bounded (``MAX_LINE`` per event, ``STDERR_KEPT`` bytes of
+each end of standard error) and no wait outlasts ``TICK``, so a flood of output or a deadline
 of any size is harmless. ``stop_children_on_signals`` makes a command line
 end its children when it is itself ended (SIGTERM, SIGHUP: a CI time-out).
 """
@@ -36,7 +36,7 @@ import time
 from typing import Any, Iterable
 
 MAX_LINE = 1 << 22      # bytes of one event; the children bound what they send well below it
-STDERR_TAIL = 1 << 14   # bytes of standard error kept
+STDERR_KEPT = 1 << 13   # bytes of standard error kept at each end
 TICK = 0.05             # seconds: the longest wait, so exits and deadlines are seen at once
 _READ = 1 << 16
 _DRAIN = 1 << 23        # bytes read at most once the child has ended (forked helpers may write on)
@@ -65,7 +65,9 @@ class ChildProcess:
         self.returncode: int | None = None       # set once the child has ended and its events are read
         self._pending = bytearray()
         self._skipping = False                   # inside a line longer than MAX_LINE
-        self._stderr = bytearray()
+        self._stderr_head = bytearray()
+        self._stderr = bytearray()  # the tail
+        self._stderr_dropped = False
         with tempfile.NamedTemporaryFile("w", prefix="dlbridge-child-", suffix=".json", delete=False) as config:
             json.dump({"path": _path_entries(sys.path)}, config)
         self._config = config.name
@@ -148,13 +150,23 @@ class ChildProcess:
                 return
             if not data:
                 return
+            room = STDERR_KEPT - len(self._stderr_head)
+            if room > 0:
+                self._stderr_head += data[:room]
+                data = data[room:]
             self._stderr += data
-            del self._stderr[:-STDERR_TAIL]
+            if len(self._stderr) > STDERR_KEPT:
+                del self._stderr[:-STDERR_KEPT]
+                self._stderr_dropped = True
 
-    def stderr_tail(self, lines: int = 20) -> str:
-        """The last `lines` lines the child wrote on standard error."""
-        text = self._stderr.decode("utf-8", "backslashreplace")
-        return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+    def stderr_excerpt(self, lines: int = 10) -> str:
+        """The first and the last `lines` lines the child wrote on standard
+        error (all of it where that is no more)."""
+        said = self._stderr_head + (b"\n...\n" if self._stderr_dropped else b"") + self._stderr
+        kept = said.decode("utf-8", "backslashreplace").rstrip("\n").splitlines()
+        if len(kept) <= 2 * lines:
+            return "\n".join(kept)
+        return "\n".join([*kept[:lines], f"... ({len(kept) - 2 * lines} lines left out)", *kept[-lines:]])
 
     def fileno(self) -> int:
         return self._events_fd

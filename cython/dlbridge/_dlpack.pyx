@@ -30,6 +30,20 @@ cdef void _legacy_capsule_destructor(object capsule) noexcept:
         m.deleter(m)
 
 
+# A capsule destructor that does nothing, for capsules made by hand (the
+# conformance kit's producers): their destructor's work is done by the
+# producer (DLPack's deleters may need Python, which a destructor must not run
+# while a failed import drops the capsule with an exception in flight), but
+# the capsule has one, so that a consumer that clears it can be told from one
+# that leaves it. Its address is all Python code gets: nothing calls it but
+# a capsule's deallocation.
+cdef void _inert_destructor(object capsule) noexcept:
+    pass
+
+
+INERT_DESTRUCTOR = <size_t>&_inert_destructor
+
+
 cdef object export_capsule(const cpp.tensor& t, bint versioned, uint64_t flags):
     """A new capsule lending `t`: versioned (DLPack 1.3) or legacy."""
     cdef cpp.DLManagedTensorVersioned* v

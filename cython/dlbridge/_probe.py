@@ -196,13 +196,15 @@ def check(lib: Library) -> Exchange:
     return Exchange(lib.name, **dict(probe(lib)))
 
 
+def _print_field(field: str, value: Any) -> None:
+    print(json.dumps([field, value]), flush=True)
+
+
 def main(argv: list[str]) -> None:
+    send: Callable[[str, Any], None] = _print_field  # by hand: the fields on standard output
     if len(argv) == 3 and argv[0].isdigit():  # FD CONFIG LIBRARY: the doctor's child
         channel, argv = open_channel(argv)
         send = channel.send
-    else:  # by hand: the fields on standard output
-        def send(field: str, value: str) -> None:
-            print(json.dumps([field, value]), flush=True)
     libraries = {lib.name: lib for lib in LIBRARIES}
     if len(argv) != 1 or argv[0] not in libraries:
         sys.exit(f"usage: python -m dlbridge._probe LIBRARY; LIBRARY is one of {', '.join(libraries)}; "

@@ -83,6 +83,8 @@ _api.PyCapsule_SetName.restype = c_int
 _api.PyCapsule_SetName.argtypes = [py_object, c_void_p]
 _api.PyCapsule_IsValid.restype = c_int
 _api.PyCapsule_IsValid.argtypes = [py_object, c_char_p]
+_api.PyCapsule_GetDestructor.restype = c_void_p
+_api.PyCapsule_GetDestructor.argtypes = [py_object]
 _api.Py_DecRef.argtypes = [py_object]
 _api.Py_DecRef.restype = None
 
@@ -101,6 +103,12 @@ def _static_name(name: bytes | None):
 def capsule_name(capsule) -> bytes | None:
     """The capsule's current name (None for a NULL name)."""
     return _api.PyCapsule_GetName(capsule)
+
+
+def capsule_has_destructor(capsule) -> bool:
+    """Whether the capsule still has a destructor (a consumer may clear it
+    rather than rename the capsule)."""
+    return bool(_api.PyCapsule_GetDestructor(capsule))
 
 
 _MANAGED_STRUCTS: dict[bytes, type[Structure]] = {b"dltensor_versioned": DLManagedTensorVersioned,
@@ -189,12 +197,19 @@ class ManagedTensor:
     def data_address(self) -> int:
         return ctypes.addressof(self.buffer)
 
-    def capsule(self, name: Any = ...):
-        """A new capsule holding this struct, without a destructor (see
-        Producer); the name defaults to the right one for the struct."""
+    def capsule(self, name: Any = ..., *, destructor: bool = False):
+        """A new capsule holding this struct; the name defaults to the right
+        one for the struct. Its destructor does nothing: the producer plays
+        it (see Producer). Without `destructor` it has none; with it, an
+        inert one (dlbridge._dlpack.INERT_DESTRUCTOR), so that whether a
+        consumer cleared it shows (capsule_has_destructor)."""
         if name is ...:
             name = b"dltensor_versioned" if self.versioned else b"dltensor"
-        return _api.PyCapsule_New(self.address, _static_name(name), None)
+        inert = None
+        if destructor:
+            from dlbridge._dlpack import INERT_DESTRUCTOR  # type: ignore[import-not-found]  # compiled, no stub
+            inert = INERT_DESTRUCTOR
+        return _api.PyCapsule_New(self.address, _static_name(name), inert)
 
 
 class DevicelessProducer:

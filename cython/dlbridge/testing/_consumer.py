@@ -20,8 +20,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, Consumed, ManagedTensor, buffer_address, capsule_name,
-                                   dtype_name)
+from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, Consumed, ManagedTensor, buffer_address, capsule_has_destructor,
+                                   capsule_name, dtype_name)
 from dlbridge.testing._model import Consumer, Failed, NotApplicable, clause, describe
 
 PYTHON_SPEC = "DLPack Python specification"
@@ -209,9 +209,10 @@ class DevicelessZooProducer:
     max_version as the array API recommends: a versioned tensor for a major
     >= 1, the legacy struct otherwise. It takes the keywords in `accepts`
     and raises TypeError for the others, as a Python method without them
-    would. Each call lends a new tensor; when the producer goes, the
-    deleter of each one whose capsule nobody consumed is called, as a
-    producer's capsule destructor does. `calls` records every call."""
+    would. Each call lends a new tensor; when the producer goes, it plays
+    each capsule's destructor as the specification has it: it calls the
+    deleter of each tensor whose capsule a consumer neither renamed nor
+    stripped of its destructor. `calls` records every call."""
 
     def __init__(self, case: Case, accepts: tuple[str, ...] = ALL_KEYWORDS):
         self.case, self.accepts = case, accepts
@@ -225,14 +226,13 @@ class DevicelessZooProducer:
             raise TypeError(f"__dlpack__() got an unexpected keyword argument {unknown[0]!r}")
         asked = keywords.get("max_version")
         managed = self.case.managed(self.case.versioned and isinstance(asked, tuple) and asked[0] >= 1)
-        capsule = managed.capsule()
+        capsule = managed.capsule(destructor=True)
         self.lent.append((managed, capsule))
         return capsule
 
     def __del__(self):
         for managed, capsule in self.lent:
-            name = capsule_name(capsule)
-            if not (name or b"").startswith(b"used_"):
+            if not (capsule_name(capsule) or b"").startswith(b"used_") and capsule_has_destructor(capsule):
                 DELETER(managed.struct.deleter)(managed.address)
 
 
@@ -265,6 +265,7 @@ class Outcome:
     calls: list = field(default_factory=list)
     lent: list = field(default_factory=list)  # the ManagedTensors lent
     unrenamed: int = 0  # capsules of an imported result still named as unconsumed
+    cleared: int = 0    # of those, the capsules whose destructor the consumer cleared instead
     warned: list = field(default_factory=list)  # (category, "Category: message")
 
     def refused_with(self, *kinds: type) -> bool:
@@ -309,8 +310,10 @@ def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooPr
         else:
             try:
                 outcome.result = read_back(result)
-                outcome.unrenamed = sum(not (capsule_name(capsule) or b"").startswith(b"used_")
-                                        for _, capsule in producer.lent)
+                unrenamed = [capsule for _, capsule in producer.lent
+                             if not (capsule_name(capsule) or b"").startswith(b"used_")]
+                outcome.unrenamed = len(unrenamed)
+                outcome.cleared = sum(not capsule_has_destructor(capsule) for capsule in unrenamed)
             finally:
                 del result
     outcome.warned = [(w.category, f"{w.category.__name__}: {w.message}") for w in warned]
@@ -581,7 +584,9 @@ def _deleter_calls(consumer: Consumer) -> tuple[list[int], str]:
         outcome = offer(consumer, case, make)
         calls = [managed.deleter_calls for managed in outcome.lent]
         counts += calls
-        unrenamed = " (its capsule not renamed to used_...)" if outcome.unrenamed else ""
+        unrenamed = (" (its capsule not renamed to used_..., its destructor cleared instead: the specification "
+                     "asks for the rename, the effect is the same)" if outcome.unrenamed and outcome.cleared
+                     else " (its capsule not renamed to used_...)" if outcome.unrenamed else "")
         words.append(f"{case.name} {'imported' if outcome.result else 'refused'}{unrenamed}: "
                      + (", ".join(map(str, calls)) if calls else "none lent"))
     return counts, "deleter calls once the result was dropped: " + "; ".join(words)
@@ -603,7 +608,7 @@ def deleter_released(consumer: Consumer) -> str:
 def deleter_once(consumer: Consumer) -> str:
     counts, words = _deleter_calls(consumer)
     if any(count > 1 for count in counts):
-        if "not renamed" in words:  # the kit's producers' capsule destructors go by the name, as the spec's do
+        if "not renamed to used_...)" in words:  # the zoo's capsule destructors go by the name, as the spec's do
             words += ("; a capsule the consumer took but did not rename is released again by a producer's capsule "
                       "destructor that goes by the name, as the specification's does")
         raise Failed(words)

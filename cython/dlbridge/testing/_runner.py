@@ -118,9 +118,9 @@ def _child(side: str, spec: str, first: int, order: list, timeout: float, load_t
         return results
     if not how:
         how = ending(child.returncode or 0) if child.returncode else "ended before it was done (exit status 0)"
-        said = child.stderr_tail()
+        said = child.stderr_excerpt()
         if said:
-            how += "; the end of what it wrote on standard error:\n" + said
+            how += "; what it wrote on standard error:\n" + said
     if current is None and not results and first < len(order):
         raise SpecError(f"loading {spec}: {how}")
     if current is None and first + len(results) == len(order):  # after the last clause

@@ -152,6 +152,17 @@ def test_a_seeded_bug_fails_exactly_its_clause(name):
 
 
 @pytest.mark.peers_only
+def test_a_consumer_that_clears_the_destructor_instead_of_renaming_passes():
+    """MLX's way: the zoo's capsules have a producer's destructor, which goes
+    by the name, and a cleared destructor does nothing: the deleter runs once."""
+    results = verdicts(check_consumer(seeded.clears_the_destructor, only=["consumer.deleter.once",
+                                                                        "consumer.deleter.released"]))
+    assert {c: r.verdict for c, r in results.items()} == {"consumer.deleter.once": PASS,
+                                                          "consumer.deleter.released": PASS}
+    assert "its destructor cleared instead" in results["consumer.deleter.once"].observed
+
+
+@pytest.mark.peers_only
 def test_the_reference_consumer_passes_in_child_processes():
     """The path the real libraries take: the seeded module loads in the
     child (sys.path travels with it)."""
