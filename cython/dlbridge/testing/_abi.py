@@ -9,6 +9,7 @@ field by field.
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 import threading
 from typing import Any
@@ -253,6 +254,12 @@ class Producer(DevicelessProducer):
 # -- reading what a producer exports --------------------------------------------
 
 
+# The kit's arrays hold a few elements; a tensor that claims more than this
+# is read no further than its struct (a list of 2**40 values would take the
+# clause's whole time and then blame the wrong thing).
+MAX_ELEMENTS_READ = 1 << 20
+
+
 class Consumed:
     """A capsule consumed the way a DLPack consumer does it: renamed to used_...,
     its struct readable through `managed`/`tensor`, and the deleter called once
@@ -309,6 +316,10 @@ class Consumed:
         t = self.tensor
         base = (t.data or 0) + t.byte_offset
         shape, strides = self.shape, self.strides
+        count = math.prod(shape)
+        if count > MAX_ELEMENTS_READ:
+            raise ValueError(f"the tensor claims {count} elements (shape {list(shape)}); the kit reads at most "
+                             f"{MAX_ELEMENTS_READ}")
         if strides is None:
             strides = c_order_strides(shape)
         out = []

@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, Consumed, ManagedTensor, buffer_address, capsule_has_destructor,
+from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed, ManagedTensor, buffer_address, capsule_has_destructor,
                                    capsule_name, dtype_name)
 from dlbridge.testing._model import Consumer, Failed, NotApplicable, clause, describe
 
@@ -102,7 +102,8 @@ def _through_dlpack(result: Any) -> ReadBack:
         empty = math.prod(shape) == 0
         if not empty and not t.data:
             raise Failed(f"the result's __dlpack__ gave NULL data for shape {list(shape)}")
-        return ReadBack("__dlpack__", shape, name or tensor.dtype, tensor.read(name) if name else None,
+        readable = name is not None and math.prod(shape) <= MAX_ELEMENTS_READ  # else the shape tells
+        return ReadBack("__dlpack__", shape, name or tensor.dtype, tensor.read(name) if readable else None,
                         None if empty else t.data + t.byte_offset,
                         None if not tensor.versioned else not tensor.flags & FLAG_READ_ONLY, "its DLPack flags")
     finally:
@@ -319,7 +320,10 @@ def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooPr
     outcome.warned = [(w.category, f"{w.category.__name__}: {w.message}") for w in warned]
     outcome.lent = [managed for managed, _ in producer.lent]
     del producer, offered
-    gc.collect()
+    # Only where a deleter has not run yet: a reference cycle may still hold
+    # the result (a full collection takes seconds in a library with a large heap).
+    if any(managed.deleter_calls == 0 for managed in outcome.lent):
+        gc.collect()
     return outcome
 
 

@@ -136,3 +136,17 @@ def clears_the_destructor(x):
         _set_name(capsule, ctypes.addressof(_NAMES[original]))  # as if never renamed
         _set_destructor(capsule, None)
     return copied
+
+
+class _Huge:
+    """A result whose __dlpack__ claims 2**40 float32 elements over a buffer of six."""
+
+    def __dlpack__(self, **keywords):
+        from dlbridge.testing._abi import ManagedTensor
+        self.tensor = ManagedTensor(range(6), shape=(1 << 40,), strides=(1,), dtype=(2, 32, 1), ctype=ctypes.c_float)
+        return self.tensor.capsule()
+
+
+def claims_2_to_the_40_elements(x):
+    consume(x)
+    return _Huge()

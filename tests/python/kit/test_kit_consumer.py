@@ -163,6 +163,14 @@ def test_a_consumer_that_clears_the_destructor_instead_of_renaming_passes():
 
 
 @pytest.mark.peers_only
+def test_a_result_that_claims_2_to_the_40_elements_fails_on_its_shape():
+    """The kit reads the struct, not 2**40 values: the clause fails at once, on the shape."""
+    [result] = check_consumer(seeded.claims_2_to_the_40_elements, only=["consumer.import.values"])
+    assert result.verdict == FAIL
+    assert "imported as float32[1099511627776], expected float32[2, 3]" in result.observed
+
+
+@pytest.mark.peers_only
 def test_the_reference_consumer_passes_in_child_processes():
     """The path the real libraries take: the seeded module loads in the
     child (sys.path travels with it)."""
