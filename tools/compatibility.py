@@ -160,11 +160,11 @@ def _words(observed: str) -> str:
 
 def render(report: Report) -> str:
     """The section between the markers (without them)."""
-    from dlbridge.testing import FAIL, clauses
+    from dlbridge.testing import FAIL, WARN, clauses
     lines = [versions_line(report), ""]
     if not report.gpu:
         lines += ["No CUDA device was usable: every clause of the GPU tier is n/a for every library.", ""]
-    failures = []
+    failures, warnings = [], []
     for side in SIDES:
         subjects = [s for s in report.ran() if (s.name, side) in report.results]
         verdicts = {s.name: {r.clause: r for r in report.results[s.name, side]} for s in subjects}
@@ -176,11 +176,13 @@ def render(report: Report) -> str:
             for s in subjects:
                 r = verdicts[s.name][c.id]
                 cells.append("FAIL" if r.verdict == FAIL else r.verdict)
-                if r.verdict == FAIL:
-                    failures.append(f"- `{c.id}`, {s.name}: {_words(r.observed)}")
+                if r.verdict in (FAIL, WARN):
+                    (failures if r.verdict == FAIL else warnings).append(f"- `{c.id}`, {s.name}: {_words(r.observed)}")
             lines.append(f"| `{c.id}` | {c.source} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["What each failure was, in the library's own words:", ""] + (failures or ["- none"])
+    lines += ["", "What each warning was (what is required holds; what is recommended does not):", ""] + \
+        (warnings or ["- none"])
     return "\n".join(lines)
 
 

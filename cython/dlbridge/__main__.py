@@ -293,7 +293,7 @@ def next_steps(results: Sequence[Exchange], gpu: bool) -> list[str]:
 def _print_kit(verdicts: list[list[Result]]) -> None:
     """The kit's verdicts on what every machine has, with the clauses that failed."""
     print("The DLPack conformance kit on what every Python has (python -m dlbridge check):")
-    rows: list[tuple[str, ...]] = [("subject", "side", "pass", "fail", "n/a")]
+    rows: list[tuple[str, ...]] = [("subject", "side", "pass", "warn", "fail", "n/a")]
     for (name, side, _), found in zip(KIT_SUBJECTS, verdicts):
         counts = summary(found)
         rows.append((name, side, *(str(n) for n in counts.values())))

@@ -31,12 +31,17 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Iterable
 
-from dlbridge.testing._model import (FAIL, NOT_APPLICABLE, PASS, Clause, Consumer, Producer, Result, clauses,
-                                     nothing_checked, run)
+from dlbridge.testing._model import (FAIL, NOT_APPLICABLE, PASS, WARN, Clause, Consumer, Producer, Result,
+                                     clauses, nothing_checked, run)
 from dlbridge.testing._runner import SpecError, check_loads, run_isolated, seconds_argument
 
-__all__ = ["PASS", "FAIL", "NOT_APPLICABLE", "Clause", "Result", "SpecError", "clauses", "check", "check_producer",
-           "check_consumer"]
+__all__ = ["PASS", "WARN", "FAIL", "NOT_APPLICABLE", "Clause", "Result", "SpecError", "KitWarning", "clauses",
+           "check", "check_producer", "check_consumer"]
+
+
+class KitWarning(UserWarning):
+    """A WARN verdict in the pytest plugin: the clause passes, and this says
+    what the library does that is not what the specification recommends."""
 
 
 def check(side: str, spec: str, *, timeout: float = 60.0) -> list[Result]:
@@ -132,6 +137,9 @@ def _item_type() -> Any:
             result = found[self.side, self.spec][self.clause.id]
             if result.verdict == NOT_APPLICABLE:
                 pytest.skip(f"not applicable: {result.observed}")
+            if result.verdict == WARN:  # passes: what is required holds
+                import warnings
+                warnings.warn(KitWarning(f"{self.clause.id} on {self.spec}: {result.observed}"))
             if result.verdict == FAIL:
                 raise ClauseFailed(result)
 

@@ -4,11 +4,18 @@ A clause is one requirement of the DLPack specification (or of the CUDA
 array interface, the array interface or the buffer protocol), checked by
 one function. The function receives the subject (a ``Producer`` or a
 ``Consumer``) and returns what it observed when the requirement holds; it
-raises ``Failed`` with what it observed when it does not, and
-``NotApplicable`` when the subject has nothing the clause could check (the
-factory declined the case, the library has no exchange table). Anything
-else it raises is a failure too: a library that raises where the
-specification says it must not.
+raises ``Failed`` with what it observed when it does not, ``Warned`` when
+what is required holds but the library departs from what is recommended
+(a SHOULD, a preferred exception, a convention), and ``NotApplicable`` when
+the subject has nothing the clause could check (the factory declined the
+case, the library has no exchange table). Anything else it raises is a
+failure too: a library that raises where the specification says it must
+not.
+
+The levels (docs/check-your-library.md, "Verdicts"): FAIL only where a
+cited MUST (or the array API's "must") is broken, or data is wrong, lost,
+leaked or freed twice; WARN for the rest, which the report shows and the
+exit status ignores.
 """
 from __future__ import annotations
 
@@ -17,12 +24,17 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
+PASS, WARN, FAIL, NOT_APPLICABLE = "pass", "warn", "fail", "n/a"
+VERDICTS = (PASS, WARN, FAIL, NOT_APPLICABLE)
 SIDES = ("producer", "consumer")
 
 
 class Failed(Exception):
     """The clause does not hold; the message is what was observed."""
+
+
+class Warned(Exception):
+    """What is required holds, but not what is recommended; the message says how."""
 
 
 class NotApplicable(Exception):
@@ -44,7 +56,7 @@ class Clause:
 class Result:
     """A clause's verdict on one subject; the JSON schema of ``check --json``."""
     clause: str
-    verdict: str     # PASS, FAIL or NOT_APPLICABLE
+    verdict: str     # PASS, WARN, FAIL or NOT_APPLICABLE
     observed: str
     title: str
     source: str
@@ -179,6 +191,8 @@ def run_clause(check: Clause, subject: Producer | Consumer) -> Result:
         return result(PASS, check.check(subject))
     except NotApplicable as error:
         return result(NOT_APPLICABLE, str(error))
+    except Warned as error:
+        return result(WARN, str(error))
     except Failed as error:
         return result(FAIL, str(error))
     except BaseException as error:  # the library raised where the clause expects it not to (SystemExit too)

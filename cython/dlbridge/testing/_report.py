@@ -5,7 +5,7 @@ MODULE:FACTORY``) and/or consumer (``--consumer MODULE:FUNCTION``), each
 subject in child processes (dlbridge.testing._runner), and prints each
 clause's verdict (pass, fail, n/a), what was observed and the sentence of
 the specification it checks; ``--json`` prints one JSON object instead.
-Exit status: 0 when every applicable clause passes, 1 when one fails, 2 for
+Exit status: 0 when no applicable clause fails (a WARN leaves it 0), 1 when one fails, 2 for
 a usage error or a subject that does not load, 3 when a subject had no
 applicable clause at all (nothing was checked: a factory that declines
 every case is no pass). The text report shows at most ``SHOWN_LINES`` lines
@@ -20,7 +20,7 @@ import sys
 import textwrap
 
 from dlbridge._child_process import stop_children_on_signals
-from dlbridge.testing._model import FAIL, NOT_APPLICABLE, PASS, Result, nothing_checked
+from dlbridge.testing._model import FAIL, NOT_APPLICABLE, PASS, VERDICTS, WARN, Result, nothing_checked
 from dlbridge.testing._runner import SpecError, run_isolated, seconds_argument
 
 Section = tuple[str, str, list[Result]]  # (side, spec, results)
@@ -28,7 +28,7 @@ SHOWN_LINES = 12  # of an observation, in the text report
 
 
 def summary(results: list[Result]) -> dict[str, int]:
-    return {verdict: sum(r.verdict == verdict for r in results) for verdict in (PASS, FAIL, NOT_APPLICABLE)}
+    return {verdict: sum(r.verdict == verdict for r in results) for verdict in VERDICTS}
 
 
 def format_text(sections: list[Section], width: int = 100) -> str:
@@ -43,7 +43,8 @@ def format_text(sections: list[Section], width: int = 100) -> str:
             for text in [f"observed: {observed[0]}", *observed[1:], f"{r.source}: \"{r.cites}\""]:
                 lines += textwrap.wrap(text, width=width, initial_indent=" " * 8, subsequent_indent=" " * 10)
         counts = summary(results)
-        lines.append(f"  {counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_APPLICABLE]} not applicable")
+        lines.append(f"  {counts[PASS]} passed, {counts[WARN]} warned, {counts[FAIL]} failed, "
+                     f"{counts[NOT_APPLICABLE]} not applicable")
         lines.append("")
     return "\n".join(lines)
 

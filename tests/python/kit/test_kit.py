@@ -283,7 +283,7 @@ def test_the_report_names_each_clause_its_verdict_observation_and_sentence():
         assert f"  PASS  {c.id}: {c.title}" in done.stdout or f"  N/A   {c.id}: {c.title}" in done.stdout
     assert "        observed: " in done.stdout
     assert "        DLPack Python specification: \"" in done.stdout
-    assert " passed, 0 failed, " in done.stdout
+    assert " passed, 0 warned, 0 failed, " in done.stdout
 
 
 def test_json_and_the_exit_status_of_a_failure(seeded):
