@@ -29,6 +29,9 @@ class DeviceType(enum.IntEnum):
     HEXAGON = 16
     MAIA = 17
     TRN = 18
+    TPU = 19
+    TPU_HOST = 20
+    ASCEND = 21
 
 # Anything DType() accepts: a DType, a name or typestr, a NumPy / ml_dtypes /
 # PyTorch dtype or scalar type, a Python type, or a (code, bits[, lanes]) tuple.

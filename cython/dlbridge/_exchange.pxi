@@ -172,7 +172,7 @@ cdef int _slot_current_work_stream(cpp.DLDeviceType device_type, int32_t device_
                                     "got out_current_stream=NULL"))
         if device_id < 0:
             return _fail(ValueError(f"current_work_stream: expected device_id >= 0, got {device_id}"))
-        return _fail(ValueError(f"current_work_stream: expected a DLPack 1.3 device type, "
+        return _fail(ValueError(f"current_work_stream: expected a DLPack device type, "
                                 f"got {<int>device_type}"))
 
 

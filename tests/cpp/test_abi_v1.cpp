@@ -153,6 +153,21 @@ static_assert(static_cast<long long>(::kDLBcomplex) == -1 ||
               "kDLBcomplex: value");
 static_assert(dlb::kDLBcomplex == 18, "kDLBcomplex: the value DLPack's main branch gives it");
 
+// The device types DLPack's main branch added after 1.3 (dmlc/dlpack #188,
+// #189), compared the same way.
+namespace abi_check::not_in_header {
+inline constexpr long long kDLTPU = -1, kDLTPUHost = -1, kDLAscend = -1;
+}
+#define DLB_SAME_VALUE_WHERE_DECLARED(name)                                                                \
+  static_assert(static_cast<long long>(::name) == -1 ||                                                   \
+                    static_cast<long long>(::name) == static_cast<long long>(dlb::name),                  \
+                #name ": value")
+DLB_SAME_VALUE_WHERE_DECLARED(kDLTPU);
+DLB_SAME_VALUE_WHERE_DECLARED(kDLTPUHost);
+DLB_SAME_VALUE_WHERE_DECLARED(kDLAscend);
+static_assert(dlb::kDLTPU == 19 && dlb::kDLTPUHost == 20 && dlb::kDLAscend == 21,
+              "the values DLPack's main branch gives them");
+
 // --- flag bits --------------------------------------------------------------------
 static_assert(DLPACK_FLAG_BITMASK_READ_ONLY == dlb::dlpack_flag_read_only);
 static_assert(DLPACK_FLAG_BITMASK_IS_COPIED == dlb::dlpack_flag_is_copied);

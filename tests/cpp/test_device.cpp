@@ -32,6 +32,7 @@ TEST_CASE("device: device_from_string accepts names with optional ids") {
   CHECK(dlb::device_from_string("cuda_managed:3") == device{dlb::kDLCUDAManaged, 3});
   CHECK(dlb::device_from_string("rocm:12") == device{dlb::kDLROCM, 12});
   CHECK(dlb::device_from_string("trn:5") == device{dlb::kDLTrn, 5});
+  CHECK(dlb::device_from_string("tpu_host:1") == device{dlb::kDLTPUHost, 1});
   CHECK(dlb::device_from_string("cuda:999999999") == device{dlb::kDLCUDA, 999999999});
   static_assert(dlb::device_from_string("metal:2") == device{dlb::kDLMetal, 2});
 }
@@ -47,7 +48,7 @@ TEST_CASE("device: device_from_string rejects bad names and ids") {
 }
 
 TEST_CASE("device: the type table") {
-  CHECK(dlb::device_type_table.size() == 16);
+  CHECK(dlb::device_type_table.size() == 19);
   std::set<std::string> names;
   for (const auto& info : dlb::device_type_table) {
     CAPTURE(info.name);
@@ -65,15 +66,18 @@ TEST_CASE("device: the type table") {
   CHECK(dlb::name(dlb::kDLOneAPI) == "oneapi");
   CHECK(dlb::name(dlb::kDLMAIA) == "maia");
   CHECK(dlb::name(dlb::kDLTrn) == "trn");
+  CHECK(dlb::name(dlb::kDLTPU) == "tpu");
+  CHECK(dlb::name(dlb::kDLTPUHost) == "tpu_host");
+  CHECK(dlb::name(dlb::kDLAscend) == "ascend");
   CHECK(dlb::name(static_cast<dlb::DLDeviceType>(5)).empty());
   CHECK_FALSE(dlb::device_type_from_name("gpu"));
 }
 
 TEST_CASE("device: which device types exist") {
-  // DLPack 1.3: 1..18 except 5 and 6.
+  // DLPack 1.3: 1..18 except 5 and 6; its main branch since: 19 to 21 (TPU, TPU host, Ascend).
   for (int t = -2; t <= 40; ++t) {
     CAPTURE(t);
-    CHECK(dlb::is_dlpack_device_type(t) == (t >= 1 && t <= 18 && t != 5 && t != 6));
+    CHECK(dlb::is_dlpack_device_type(t) == (t >= 1 && t <= 21 && t != 5 && t != 6));
   }
   CHECK_FALSE(dlb::is_dlpack_device_type(std::int64_t(1) << 32 | 1));  // not truncated to 1
 }
@@ -83,6 +87,9 @@ TEST_CASE("device: host accessibility") {
   CHECK(device{dlb::kDLCUDAHost}.is_host_accessible());
   CHECK(device{dlb::kDLCUDAManaged, 1}.is_host_accessible());
   CHECK(device{dlb::kDLROCMHost}.is_host_accessible());
+  CHECK(device{dlb::kDLTPUHost}.is_host_accessible());  // JAX's TPU pinned memory
+  CHECK_FALSE(device{dlb::kDLTPU}.is_host_accessible());
+  CHECK_FALSE(device{dlb::kDLAscend}.is_host_accessible());
   CHECK_FALSE(device{dlb::kDLCUDA}.is_host_accessible());
   CHECK_FALSE(device{dlb::kDLROCM}.is_host_accessible());
   CHECK_FALSE(device{dlb::kDLOpenCL}.is_host_accessible());

@@ -29,7 +29,7 @@ ARRAY_API = "array API standard"
 HEADER = "dlpack.h"
 
 # Device types whose memory the host can read: CPU, CUDA host (pinned), CUDA managed.
-HOST_DEVICES = (1, 3, 13)
+HOST_DEVICES = (1, 3, 11, 13, 20)  # memory the host reads (as _producer.HOST_MEMORY)
 
 
 # -- reading a consumer's result back --------------------------------------------------

@@ -29,11 +29,14 @@ HEADER = "dlpack.h"
 
 WANTED = (1, 3)  # the DLPack version the kit reads, passed as max_version
 
-# dlpack.h 1.3's DLDeviceType values, and those whose memory the host reads.
+# dlpack.h 1.3's DLDeviceType values and those its main branch added since
+# (dmlc/dlpack #188, #189: no producer fails for using them), and those whose
+# memory the host reads.
 DEVICE_TYPES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal",
                 9: "kDLVPI", 10: "kDLROCM", 11: "kDLROCMHost", 12: "kDLExtDev", 13: "kDLCUDAManaged",
-                14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA", 18: "kDLTrn"}
-HOST_MEMORY = (1, 3, 11, 13)
+                14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA", 18: "kDLTrn", 19: "kDLTPU",
+                20: "kDLTPUHost", 21: "kDLAscend"}
+HOST_MEMORY = (1, 3, 11, 13, 20)
 CPU = (1, 0)
 VPI = (9, 0)  # the Verilog simulator's buffers: a device no array library exports to
 CUDA = (2, 0)

@@ -22,7 +22,8 @@ struct device {
 
   // Whether the CPU may read and write the memory directly.
   [[nodiscard]] constexpr bool is_host_accessible() const {
-    return type == kDLCPU || type == kDLCUDAHost || type == kDLCUDAManaged || type == kDLROCMHost;
+    return type == kDLCPU || type == kDLCUDAHost || type == kDLCUDAManaged || type == kDLROCMHost ||
+           type == kDLTPUHost;
   }
   // Whether the memory is CUDA's: what the CUDA backend allocates and copies
   // (device, pinned and managed memory), and what has a CUDA array interface.
@@ -40,7 +41,7 @@ struct device_type_info {
   std::string_view name;
 };
 
-inline constexpr std::array<device_type_info, 16> device_type_table{{
+inline constexpr std::array<device_type_info, 19> device_type_table{{
     {kDLCPU, "cpu"},
     {kDLCUDA, "cuda"},
     {kDLCUDAHost, "cuda_host"},
@@ -57,6 +58,9 @@ inline constexpr std::array<device_type_info, 16> device_type_table{{
     {kDLHexagon, "hexagon"},
     {kDLMAIA, "maia"},
     {kDLTrn, "trn"},
+    {kDLTPU, "tpu"},
+    {kDLTPUHost, "tpu_host"},
+    {kDLAscend, "ascend"},
 }};
 
 namespace detail {

@@ -37,6 +37,11 @@ enum DLDeviceType : std::int32_t {
   kDLHexagon = 16,
   kDLMAIA = 17,
   kDLTrn = 18,
+  // On DLPack's main branch after 1.3 (dmlc/dlpack #188, #189), in no release yet:
+  // JAX exports TPU pinned memory as kDLTPUHost.
+  kDLTPU = 19,
+  kDLTPUHost = 20,
+  kDLAscend = 21,
 };
 
 struct DLDevice {

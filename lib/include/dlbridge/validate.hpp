@@ -144,7 +144,7 @@ namespace detail {
   if (t.ndim < 0 || t.ndim > max_ndim)
     return import_error{"ndim", -1, "ndim <= " + to_string(max_ndim), to_string(t.ndim)};
   if (!is_dlpack_device_type(t.device.device_type))
-    return import_error{"device", -1, "a DLPack 1.3 device type",
+    return import_error{"device", -1, "a DLPack device type",
                         "device type " + to_string(t.device.device_type)};
   if (t.device.device_id < 0)
     return import_error{"device", -1, "device_id >= 0", to_string(t.device.device_id)};

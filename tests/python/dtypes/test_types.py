@@ -285,7 +285,8 @@ def test_dtype_bad_specs_in_functions():
 def test_device_type_values_equal_the_dlpack_enum():
     expected = {"CPU": 1, "CUDA": 2, "CUDA_HOST": 3, "OPENCL": 4, "VULKAN": 7, "METAL": 8,
                 "VPI": 9, "ROCM": 10, "ROCM_HOST": 11, "EXT_DEV": 12, "CUDA_MANAGED": 13,
-                "ONEAPI": 14, "WEBGPU": 15, "HEXAGON": 16, "MAIA": 17, "TRN": 18}
+                "ONEAPI": 14, "WEBGPU": 15, "HEXAGON": 16, "MAIA": 17, "TRN": 18,
+                "TPU": 19, "TPU_HOST": 20, "ASCEND": 21}
     assert {t.name: t.value for t in DeviceType} == expected
     assert DeviceType.CUDA == 2
     assert DeviceType(1) is DeviceType.CPU
@@ -367,7 +368,7 @@ def test_device_equality_and_hash():
     assert len({Device("cpu"), Device("cpu:0"), Device((1, 0)), Device("cuda:0"), Device("cuda")}) == 2
 
 
-@pytest.mark.parametrize("other", [object(), None, "tpu", "cuda:x", 3.5, (2, -1), [2, 1]])
+@pytest.mark.parametrize("other", [object(), None, "npu", "cuda:x", 3.5, (2, -1), [2, 1]])
 def test_device_equality_with_non_devices_is_false(other):
     assert not (Device("cuda:1") == other)
     assert Device("cuda:1") != other
@@ -388,10 +389,10 @@ def test_device_pickle_round_trip(spec):
 
 
 def test_device_unknown_type_lists_the_choices():
-    with pytest.raises(ValueError, match=r"^unknown device type 'tpu'; expected one of cpu, cuda(, \w+)+$") as info:
-        Device("tpu")
+    with pytest.raises(ValueError, match=r"^unknown device type 'npu'; expected one of cpu, cuda(, \w+)+$") as info:
+        Device("npu")
     message = str(info.value)
-    assert "'tpu'" in message
+    assert "'npu'" in message
     assert "cpu" in message and "cuda" in message
 
 
@@ -430,8 +431,8 @@ def type_not_a_name(*args):
 
 
 @pytest.mark.parametrize("args, mention, refusal", [
-    (("tpu",), "tpu", unknown_type),
-    (("tpu", 0), "tpu", unknown_type),
+    (("npu",), "npu", unknown_type),
+    (("npu", 0), "npu", unknown_type),
     (("CUDA",), "CUDA", unknown_type),
     (("cuda:x",), "cuda:x", bad_id_in_name),
     (("cuda:",), "cuda:", bad_id_in_name),
@@ -469,8 +470,8 @@ def test_device_bad_types_raise_type_error(args, mention, refusal):
 
 
 def test_device_errors_from_functions():
-    with pytest.raises(ValueError, match="tpu"):
-        dlbridge.zeros(3, device="tpu")
+    with pytest.raises(ValueError, match="npu"):
+        dlbridge.zeros(3, device="npu")
     with pytest.raises(ValueError, match="cuda:x"):
         dlbridge.asarray([1.0], device="cuda:x")
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import dlbridge
@@ -289,9 +290,9 @@ INVALID = {
                         "shape: axis 1: expected extent >= 0, got extent -3"),
     "null data, non-empty": (dict(data=None), "data", "data: expected a pointer for a non-empty tensor, got NULL"),
     "unknown device type": (dict(device=(99, 0)), "device type 99",
-                            "device: expected a DLPack 1.3 device type, got device type 99"),
+                            "device: expected a DLPack device type, got device type 99"),
     "unused device type 5": (dict(device=(5, 0)), "device type 5",
-                             "device: expected a DLPack 1.3 device type, got device type 5"),
+                             "device: expected a DLPack device type, got device type 5"),
     "negative device id": (dict(device=(1, -1)), "device", "device: expected device_id >= 0, got -1"),
     "lanes 4": (dict(dtype=(2, 32, 4)), "lanes 4", "dtype: expected lanes == 1, got lanes 4"),
     "unsupported bits": (dict(dtype=(2, 7, 1)), "dtype",
@@ -774,6 +775,20 @@ def test_a_producer_without_dlpack_device_is_asked_with_no_stream_wherever_its_d
     a = dlbridge.from_dlpack(producer)
     assert producer.calls == [{"max_version": (1, 3)}]
     assert a.__dlpack_device__() == device and a.data_ptr == mt.data_address
+
+
+@pytest.mark.parametrize("device", [(11, 0), (20, 1)], ids=["rocm_host", "tpu_host"])
+def test_pinned_host_memory_of_other_devices_is_read_on_the_host(device):
+    # kDLTPUHost (20) is on DLPack's main branch after 1.3: JAX exports TPU
+    # pinned memory so. Host memory, as kDLCUDAHost's and kDLROCMHost's.
+    mt = ManagedTensor(range(3), device=device)
+    a = dlbridge.from_dlpack(Producer(mt, device=device))
+    assert a.device.type == device[0] and a.tolist() == [0, 1, 2] and a[1:].tolist() == [1, 2]
+    assert np.asarray(a).tolist() == memoryview(a).tolist() == [0, 1, 2]
+    assert dlbridge.Device(device).type.name == {11: "ROCM_HOST", 20: "TPU_HOST"}[device[0]]
+    name = {11: "rocm_host", 20: "tpu_host"}[device[0]]
+    with pytest.raises(ValueError, match=exactly(f"dlbridge cannot copy data to or from {name}")):
+        a.copy()  # dlbridge copies CPU and CUDA memory only
 
 
 def test_null_deleter_is_allowed():

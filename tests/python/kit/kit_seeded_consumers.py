@@ -12,7 +12,7 @@ import numpy as np
 
 from dlbridge.testing._abi import DELETER, DTYPES, FLAG_READ_ONLY, Consumed, c_order_strides, dtype_name
 
-HOST_DEVICES = (1, 3, 13)
+HOST_DEVICES = (1, 3, 11, 13, 20)
 
 
 class _Owner:
