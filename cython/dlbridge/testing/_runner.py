@@ -81,8 +81,8 @@ def run_isolated(side: str, spec: str, *, timeout: float = 60.0, load_timeout: f
 def check_loads(side: str, spec: str, *, load_timeout: float = 120.0) -> None:
     """Raises SpecError unless `spec` loads, in a child process (a module that
     crashes or exits at import takes only the child down)."""
-    order = clauses(side)
-    _child(side, spec, len(order), order, load_timeout, seconds(load_timeout, "load_timeout"))
+    order, limit = clauses(side), seconds(load_timeout, "load_timeout")
+    _child(side, spec, len(order), order, limit, limit)
 
 
 def _child(side: str, spec: str, first: int, order: list, timeout: float, load_timeout: float) -> list[Result]:
@@ -117,7 +117,7 @@ def _child(side: str, spec: str, first: int, order: list, timeout: float, load_t
     if done and child.returncode == 0:
         return results
     if not how:
-        how = ending(child.returncode or 0) if child.returncode else "ended before it was done (exit status 0)"
+        how = ending(child.returncode) if child.returncode else "ended before it was done (exit status 0)"
         said = child.stderr_excerpt()
         if said:
             how += "; what it wrote on standard error:\n" + said

@@ -108,7 +108,7 @@ int main() {
   try_view<dlb::view<const float, dlb::ndim<2>>>("view<const float, ndim<2>> of read-only c", c);
 
   // 7. Devices: (type, id) pairs with names.
-  for (const char* text : {"cpu", "cuda:1", "cuda_managed", "tpu"}) {
+  for (const char* text : {"cpu", "cuda:1", "cuda_managed", "npu"}) {
     if (std::optional<dlb::device> dev = dlb::device_from_string(text))
       std::printf("device \"%s\": %s id %d, host-accessible %s\n", text, std::string(dlb::name(dev->type)).c_str(),
                   dev->id, dev->is_host_accessible() ? "yes" : "no");
