@@ -339,6 +339,15 @@ def test_plugin_skips_what_does_not_apply_with_the_reason(seeded, tmp_path):
     assert "dlbridge.testing: nothing was checked on producer kit_wrong:declines: no clause applied" in done.stdout
 
 
+def test_plugin_a_warning_passes_with_a_kit_warning(tmp_path):
+    # A refusal of a DLPack 2.0 tensor with ValueError: safe, where BufferError is recommended.
+    done = pytest_run(tmp_path, "--dlpack-consumer", "kit_seeded_consumers:value_error_on_major_2", "-m", "dlpack")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "dlpack::consumer.version.major-2 PASSED" in done.stdout
+    assert "KitWarning: consumer.version.major-2 on kit_seeded_consumers:value_error_on_major_2: DLPack 2.0 " \
+           "float32[2, 3]: refused with ValueError" in done.stdout
+
+
 def test_nothing_checked_is_no_pass(seeded):
     done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:declines")
     assert done.returncode == 3
