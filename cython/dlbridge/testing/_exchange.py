@@ -443,8 +443,8 @@ def error_return(producer: Producer) -> str:
         raise Failed(f"{asked}: returned 0")
     if not errors.calls:
         raise Failed(f"{asked}: returned {status} without calling SetError")
-    kind, message = errors.calls[0]
-    return f"{asked}: returned {status}, SetError({kind!r}, {message.splitlines()[0][:120]!r})"
+    kind, message = errors.calls[0]  # an empty or NULL message is allowed: dlpack.h asks for none
+    return f"{asked}: returned {status}, SetError({kind!r}, {(message.splitlines() or [''])[0][:120]!r})"
 
 
 @clause("producer.exchange.current-work-stream", title="current_work_stream answers for the array's device",

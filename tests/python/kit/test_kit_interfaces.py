@@ -337,6 +337,24 @@ def test_seeded_table_whose_error_return_sets_no_exception():
     assert observed == "a 0x4000000000000000 x 4 float32 prototype: returned -1 without calling SetError"
 
 
+@pytest.mark.parametrize("message", [b"", None], ids=["empty", "NULL"])
+def test_a_table_whose_error_has_no_message_passes(message):
+    """SetError with an empty or NULL message is conforming (dlpack.h asks
+    for a call, not for words)."""
+    @_ALLOCATOR
+    def wordless_allocator(prototype, out, context, set_error):
+        t = prototype.contents
+        if math.prod(t.shape[i] for i in range(t.ndim)) * t.dtype.bits // 8 >= 2 ** 63:
+            set_error(context, b"MemoryError", message)
+            return -1
+        return _dlbridge_allocate(prototype, out, context, set_error)
+    KEPT.append(wordless_allocator)
+    table = table_like_dlbridges(managed_tensor_allocator=ctypes.cast(wordless_allocator, ctypes.c_void_p).value)
+    found = results(array_type(table))
+    assert found["producer.exchange.error-return"].verdict == PASS, found["producer.exchange.error-return"]
+    assert found["producer.exchange.error-return"].observed.endswith("SetError('MemoryError', '')")
+
+
 def test_seeded_table_with_the_wrong_capsule_name():
     found = results(array_type(table_like_dlbridges(), name=b"dlpack_exchange"))
     assert found["producer.exchange.capsule"].verdict == FAIL
