@@ -434,13 +434,44 @@ def _retried(outcome: Outcome) -> str:
         cites="When the strides field in the DLTensor struct is NULL, it indicates a row-major compact array.")
 def strides_null(consumer: Consumer) -> str:
     # The legacy tensor comes from a producer that takes max_version: a
-    # producer may answer with another version than the one asked for.
+    # producer may answer with another version than the one asked for. A
+    # consumer that refuses such an answer whatever its strides is judged by
+    # consumer.legacy-answer, not here.
     seen = []
     for case in (NULL_STRIDES, NULL_STRIDES_LEGACY):
         outcome = offer(consumer, case)
+        if case is NULL_STRIDES_LEGACY and outcome.result is None and _refuses_legacy_answers(consumer):
+            seen.append(f"{_lent(outcome)}: refused, as every legacy answer (consumer.legacy-answer)")
+            continue
         _values(outcome)
         seen.append(f"{_lent(outcome)}: values right")
     return "; ".join(seen)
+
+
+def _refuses_legacy_answers(consumer: Consumer) -> bool:
+    """Whether the consumer refuses a plain legacy tensor answered to its max_version."""
+    outcome = offer(consumer, LEGACY)
+    return outcome.result is None and any(isinstance(c.get("max_version"), tuple) for c in outcome.calls)
+
+
+@clause("consumer.legacy-answer",
+        title="a legacy capsule answered to max_version is imported (or refused, BufferError preferred)",
+        source=ARRAY_API,
+        cites="This method may return a capsule of version max_version (recommended if it does support that), "
+              "or of a different version. This means the consumer must verify the version even when max_version "
+              "is passed.")
+def legacy_answer(consumer: Consumer) -> str:
+    outcome = offer(consumer, LEGACY)
+    if not any(isinstance(c.get("max_version"), tuple) for c in outcome.calls):
+        raise NotApplicable(f"the consumer asks for no versioned tensor ({_calls(outcome.calls)})")
+    if outcome.result is None:
+        words = (f"{LEGACY.name}, answered to {_calls(outcome.calls)}: refused ({outcome.error}); the consumer "
+                 f"cannot import from a producer that answers a max_version request with a legacy capsule")
+        if outcome.refused_with(BufferError):
+            return words
+        raise Warned(words + " (BufferError is recommended)")
+    _values(outcome)
+    return f"{LEGACY.name}, answered to {_calls(outcome.calls)}: imported, values right"
 
 
 @clause("consumer.strides.honoured",

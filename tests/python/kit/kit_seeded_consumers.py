@@ -33,19 +33,24 @@ def release(tensor: Consumed, calls: int) -> None:
 
 
 def consume(x, *, retry=True, error_type=BufferError, deleter_calls=1, byte_offset=True, strides=True,
-            read_only=True):
+            read_only=True, legacy_answer_error=None):
     """np.from_dlpack's work in Python; each keyword but the first turns a
-    part of it off (or wrong)."""
+    part of it off (or wrong); `legacy_answer_error`: refuse a legacy
+    capsule answered to max_version with it."""
+    asked = True
     try:
         capsule = x.__dlpack__(max_version=(1, 3))
     except TypeError:
         if not retry:
             raise
-        capsule = x.__dlpack__()
+        capsule, asked = x.__dlpack__(), False
     try:
         tensor = Consumed(capsule)
     except AssertionError as error:
         raise BufferError(str(error)) from None
+    if legacy_answer_error and asked and not tensor.versioned:
+        release(tensor, deleter_calls)
+        raise legacy_answer_error("a legacy capsule answered to max_version (1, 3)")
     name = dtype_name(tensor.dtype)
     problem = (f"DLPack major version {tensor.version[0]}" if tensor.versioned and tensor.version[0] != 1
                else f"dtype {tensor.dtype}" if name is None
@@ -101,6 +106,14 @@ def frees_twice(x):
 
 def value_error_on_major_2(x):
     return consume(x, error_type=ValueError)
+
+
+def refuses_legacy_answers(x):  # pyarrow 26's way, with BufferError
+    return consume(x, legacy_answer_error=BufferError)
+
+
+def value_error_on_legacy_answers(x):
+    return consume(x, legacy_answer_error=ValueError)
 
 
 class _Given:

@@ -29,7 +29,8 @@ def verdicts(results):
 def test_the_clauses_are_these():
     assert IDS == ["consumer.import.values", "consumer.import.zero-copy", "consumer.request.max-version",
                    "consumer.request.stream", "consumer.retry.legacy-producer", "consumer.retry.device-copy",
-                   "consumer.strides.null", "consumer.strides.honoured", "consumer.byte-offset",
+                   "consumer.strides.null", "consumer.legacy-answer", "consumer.strides.honoured",
+                   "consumer.byte-offset",
                    "consumer.version.major-2", "consumer.dtype.unknown-code", "consumer.dtype.lanes",
                    "consumer.empty.null-data", "consumer.read-only", "consumer.device.absent",
                    "consumer.capsule.raw", "consumer.deleter.released", "consumer.deleter.once"]
@@ -142,7 +143,19 @@ SEEDED_WARNINGS = {
     "value_error_on_major_2": ("consumer.version.major-2", "refused with ValueError: cannot import: DLPack major "
                                                            "version 2 (BufferError is recommended)"),
     "clears_the_destructor": ("consumer.import.zero-copy", "a copy"),
+    "value_error_on_legacy_answers": ("consumer.legacy-answer", "refused (ValueError: a legacy capsule answered to "
+                                                                "max_version (1, 3)); the consumer cannot import"),
 }
+
+
+@pytest.mark.peers_only
+def test_a_consumer_that_refuses_legacy_answers_fails_no_other_clause():
+    """pyarrow refuses a legacy capsule answered to max_version whatever its
+    strides: consumer.legacy-answer says so, not consumer.strides.null."""
+    results = verdicts(check_consumer(seeded.refuses_legacy_answers, only=IDS))
+    assert [c for c, r in results.items() if r.verdict != PASS] == []
+    assert "the consumer cannot import from a producer that answers" in results["consumer.legacy-answer"].observed
+    assert "refused, as every legacy answer (consumer.legacy-answer)" in results["consumer.strides.null"].observed
 
 
 @pytest.mark.peers_only
@@ -233,6 +246,7 @@ PEERS = {
                                             "(JaxRuntimeError: UNIMPLEMENTED: Only DLPack tensors with trivial "
                                             "(compact) striding are supported"),
         "consumer.version.major-2": (NOT_APPLICABLE, "the consumer asks for no versioned tensor"),
+        "consumer.legacy-answer": (NOT_APPLICABLE, "the consumer asks for no versioned tensor"),
         "consumer.read-only": (NOT_APPLICABLE, "the consumer asks for no versioned tensor"),
         "consumer.device.absent": (PASS, "refused: TypeError: The array passed to from_dlpack must have __dlpack__ "
                                          "and __dlpack_device__ methods."),
