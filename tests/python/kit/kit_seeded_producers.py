@@ -459,3 +459,25 @@ class _EmptyStrides(SeededArray):
 
 def zero_strides_when_empty(shape, dtype, *, read_only=False):
     return _EmptyStrides(shape, dtype, read_only=read_only)
+
+
+class _ValueErrorOnCopyFalse(SeededArray):
+    """Copies to "CUDA" when asked (a tensor labelled (2, 0) over host
+    memory: the kit only reads the label here), but raises ValueError, not
+    BufferError, when copy=False forbids that copy."""
+
+    def __dlpack__(self, *, dl_device=None, copy=None, **keywords):
+        if dl_device is not None and tuple(dl_device) == (2, 0):
+            if copy is False:
+                raise ValueError("copy=False, but (2, 0) needs a copy")
+            capsule = super().__dlpack__(copy=True, **keywords)
+            name = _capi.PyCapsule_GetName(id(capsule))
+            address = _capi.PyCapsule_GetPointer(id(capsule), name)
+            struct = (DLManagedTensorVersioned if name.endswith(b"_versioned") else DLManagedTensor)
+            struct.from_address(address).dl_tensor.device.device_type = 2
+            return capsule
+        return super().__dlpack__(dl_device=dl_device, copy=copy, **keywords)
+
+
+def value_error_on_copy_false(shape, dtype, *, read_only=False):
+    return _ValueErrorOnCopyFalse(shape, dtype, read_only=read_only)

@@ -111,6 +111,15 @@ def test_a_seeded_bug_fails_exactly_its_clause(factory, clause_id, words):
 
 
 @pytest.mark.peers_only
+def test_value_error_where_copy_false_forbids_a_copy_fails_its_clause():
+    """The array API names BufferError for copy=False where a copy is needed."""
+    found = verdicts(check_producer(seeded.value_error_on_copy_false, only=["producer.dl-device.copy-false"]))
+    verdict, observed = found["producer.dl-device.copy-false"]
+    assert verdict == FAIL
+    assert "copy=False) raised ValueError: copy=False, but (2, 0) needs a copy, not BufferError" in observed
+
+
+@pytest.mark.peers_only
 def test_a_deleter_that_needs_the_gil_crashes_only_its_clause(deliberate_crashes):
     # In child processes: the deleter called without the GIL takes its process down.
     found = verdicts(check("producer", "kit_seeded_producers:deleter_needs_gil"))
