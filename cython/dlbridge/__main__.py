@@ -48,10 +48,10 @@ from dataclasses import asdict
 from typing import Sequence
 
 import dlbridge
+from dlbridge._child_process import ChildProcess, ending, stop_children_on_signals, wait
 from dlbridge._probe import FIELDS, LIBRARIES, Exchange, Library, unavailable
 from dlbridge.testing import FAIL, Result
-from dlbridge.testing._report import summary
-from dlbridge._child_process import ChildProcess, ending, stop_children_on_signals, wait
+from dlbridge.testing._report import escape_unencodable_output, summary
 from dlbridge.testing._runner import run_isolated, seconds_argument
 
 # What the kit checks on every machine: (subject, side, MODULE:NAME).
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_crashes(crashes)
         return 1 if failed else 0
 
-    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # a library's message may not encode
+    escape_unencodable_output()
     print(f"dlbridge {info['version']}: DLPack {info['dlpack_version']}, {info['compiler']}, {info['cpp_std']}")
     if info["cuda"]:
         gpus = f"{info['gpu_count']} GPU(s)" if info["gpu_count"] else f"no GPU ({info['cuda_status']})"

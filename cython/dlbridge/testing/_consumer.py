@@ -20,9 +20,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed, ManagedTensor, buffer_address, capsule_has_destructor,
-                                   capsule_name, dtype_name)
-from dlbridge.testing._model import Consumer, Failed, NotApplicable, Warned, clause, describe
+from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed, ManagedTensor, buffer_address,
+                                   capsule_has_destructor, capsule_name, dtype_name)
+from dlbridge.testing._model import Consumer, Failed, NotApplicable, Warned, clause, describe, is_deprecation
 
 PYTHON_SPEC = "DLPack Python specification"
 ARRAY_API = "array API standard"
@@ -451,7 +451,11 @@ def strides_null(consumer: Consumer) -> str:
 def _refuses_legacy_answers(consumer: Consumer) -> bool:
     """Whether the consumer refuses a plain legacy tensor answered to its max_version."""
     outcome = offer(consumer, LEGACY)
-    return outcome.result is None and any(isinstance(c.get("max_version"), tuple) for c in outcome.calls)
+    return outcome.result is None and _asked_max_version(outcome)
+
+
+def _asked_max_version(outcome: Outcome) -> bool:
+    return any(isinstance(c.get("max_version"), tuple) for c in outcome.calls)
 
 
 @clause("consumer.legacy-answer",
@@ -462,7 +466,7 @@ def _refuses_legacy_answers(consumer: Consumer) -> bool:
               "is passed.")
 def legacy_answer(consumer: Consumer) -> str:
     outcome = offer(consumer, LEGACY)
-    if not any(isinstance(c.get("max_version"), tuple) for c in outcome.calls):
+    if not _asked_max_version(outcome):
         raise NotApplicable(f"the consumer asks for no versioned tensor ({_calls(outcome.calls)})")
     if outcome.result is None:
         words = (f"{LEGACY.name}, answered to {_calls(outcome.calls)}: refused ({outcome.error}); the consumer "
@@ -596,9 +600,7 @@ def device_absent(consumer: Consumer) -> str:
               "to users of the Python API.")
 def capsule_raw(consumer: Consumer) -> str:
     outcome = offer(consumer, BASELINE, raw=True)
-    # NumPy's and CuPy's VisibleDeprecationWarning is a UserWarning: the name says it
-    deprecations = [said for category, said in outcome.warned
-                    if issubclass(category, (DeprecationWarning, FutureWarning)) or "Deprecation" in category.__name__]
+    deprecations = [said for category, said in outcome.warned if is_deprecation(category)]
     # No specification forbids taking a capsule (MLX and TVM FFI document it):
     # only the values taken are required; the rest is a note.
     if outcome.result is None:

@@ -199,6 +199,14 @@ def run_clause(check: Clause, subject: Producer | Consumer) -> Result:
         return result(FAIL, f"raised {describe(error)}")
 
 
+def is_deprecation(category: type) -> bool:
+    """Whether a warning category announces a deprecation: Python's own, or
+    a library's by its name (NumPy's and CuPy's VisibleDeprecationWarning is
+    a UserWarning)."""
+    return issubclass(category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)) or \
+        "Deprecation" in category.__name__
+
+
 def nothing_checked(results: Iterable[Result]) -> bool:
     """Whether no clause applied: neither a pass nor a failure among `results`."""
     return all(r.verdict == NOT_APPLICABLE for r in results)

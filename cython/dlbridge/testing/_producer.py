@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from dlbridge.testing._abi import (DELETER, DTYPES, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
                                    Consumed, DLManagedTensor, DLManagedTensorVersioned, _api, capsule_name, dtype_name)
-from dlbridge.testing._model import Failed, NotApplicable, Producer, Warned, clause, describe, expected_values
+from dlbridge.testing._model import (Failed, NotApplicable, Producer, Warned, clause, describe, expected_values,
+                                     is_deprecation)
 
 PYTHON_SPEC = "DLPack Python specification"
 ARRAY_API = "array API standard"
@@ -902,20 +903,20 @@ def no_deprecation(producer: Producer) -> str:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             call()
-        return [f"{w.category.__name__}: {w.message}" for w in caught
-                if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))
-                or "Deprecation" in w.category.__name__]
+        return [f"{w.category.__name__}: {w.message}" for w in caught if is_deprecation(w.category)]
+
+    def legacy_export() -> None:
+        try:
+            _released(exported(x))
+        except Exception:  # a refusal (read-only data, no legacy export) is another clause's business
+            pass
+
     today = []
     if callable(getattr(x, "__dlpack_device__", None)):
         today += deprecations(x.__dlpack_device__)
     today += deprecations(lambda: _released(export(x)))
     if today:
         raise Failed("; ".join(today))
-    def legacy_export() -> None:
-        try:
-            _released(exported(x))
-        except Exception:  # a refusal (read-only data, no legacy export) is another clause's business
-            pass
     legacy = deprecations(legacy_export)
     if legacy:
         raise Warned(f"__dlpack_device__() and {_call(max_version=WANTED)} warn nothing; the legacy __dlpack__() "

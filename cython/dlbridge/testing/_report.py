@@ -3,12 +3,12 @@
 Runs every clause of the kit on a library's producer (``--producer
 MODULE:FACTORY``) and/or consumer (``--consumer MODULE:FUNCTION``), each
 subject in child processes (dlbridge.testing._runner), and prints each
-clause's verdict (pass, fail, n/a), what was observed and the sentence of
-the specification it checks; ``--json`` prints one JSON object instead.
-Exit status: 0 when no applicable clause fails (a WARN leaves it 0), 1 when one fails, 2 for
-a usage error or a subject that does not load, 3 when a subject had no
-applicable clause at all (nothing was checked: a factory that declines
-every case is no pass). The text report shows at most ``SHOWN_LINES`` lines
+clause's verdict (pass, warn, fail, n/a), what was observed and the
+sentence of the specification it checks; ``--json`` prints one JSON object
+instead. Exit status: 0 when no applicable clause fails (a WARN leaves it
+0), 1 when one fails, 2 for a usage error or a subject that does not load,
+3 when a subject had no applicable clause at all (nothing was checked: a
+factory that declines every case is no pass). The text report shows at most ``SHOWN_LINES`` lines
 of each observation; ``--json`` gives them whole.
 """
 from __future__ import annotations
@@ -57,6 +57,14 @@ def as_json(sections: list[Section]) -> dict:
                          for side, spec, results in sections]}
 
 
+def escape_unencodable_output() -> None:
+    """Standard output writes what its encoding cannot (a lone surrogate in a
+    library's message) as escapes, where it is a text stream that can."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m dlbridge check", description=__doc__.splitlines()[0])
     parser.add_argument("--producer", action="append", default=[], metavar="MODULE:FACTORY",
@@ -77,8 +85,7 @@ def main(argv: list[str]) -> int:
     except SpecError as error:
         print(f"python -m dlbridge check: {error}", file=sys.stderr)
         return 2
-    # A library's message may hold what the terminal's encoding cannot write (a lone surrogate).
-    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    escape_unencodable_output()
     print(json.dumps(as_json(sections), indent=2) if args.json else format_text(sections))
     if any(r.verdict == FAIL for _, _, results in sections for r in results):
         return 1
