@@ -20,7 +20,8 @@ from ctypes import PYFUNCTYPE, c_void_p
 from typing import Any, Callable
 
 from dlbridge.testing._abi import (DELETER, DTYPES, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
-                                   Consumed, DLManagedTensor, DLManagedTensorVersioned, _api, capsule_name, dtype_name)
+                                   Consumed, DLManagedTensor, DLManagedTensorVersioned, _api, capsule_has_destructor,
+                                   capsule_name, dtype_name)
 from dlbridge.testing._model import (Failed, NotApplicable, Producer, Warned, clause, describe, expected_values,
                                      is_deprecation)
 
@@ -262,6 +263,53 @@ def device_consistent(producer: Producer) -> str:
     if said != device:
         raise Failed(f"__dlpack_device__() returned {said}, the tensor of {tensor.call} is on {device}")
     return f"both say {_device_name(said)}"
+
+
+def _memory_kind(address: int) -> tuple[str, int] | str:
+    """(kind, ordinal) of the memory at `address` as the CUDA driver says
+    (_gpu.Cuda.memory), or why the driver cannot be asked here."""
+    from dlbridge.testing import _gpu
+    try:
+        return _gpu.driver().memory(address)
+    except NotApplicable as reason:
+        return str(reason)
+    except _gpu.CudaError as error:
+        return f"the CUDA driver has no device here ({error})"
+
+
+@clause("producer.device.memory", title="the tensor's device is the memory its data is in: kDLCUDA is not host "
+                                        "memory, a host label is not device memory",
+        source=HEADER,
+        cites="CPU device ... CUDA GPU device ... Pinned CUDA CPU memory by cudaMallocHost")
+def device_memory(producer: Producer) -> str:
+    shape, dtype, x = producer.make_any()
+    if not callable(getattr(x, "__dlpack__", None)):
+        raise NotApplicable(f"{type(x).__qualname__} has no __dlpack__ (see producer.methods)")
+    tensor = export(x)
+    try:
+        label, address, name = tensor.device, tensor.first, dtype_name(tensor.dtype)
+        if label[0] not in (1, 2) or not tensor.tensor.data:
+            raise NotApplicable(f"{dtype}{list(shape)}: {tensor.call} is on {_device_name(label)}"
+                                + (", NULL data" if not tensor.tensor.data else ", a memory the kit cannot ask about"))
+        kind = _memory_kind(address)
+        labelled = f"{dtype}{list(shape)}: {tensor.call} is on {_device_name(label)}"
+        if isinstance(kind, tuple):
+            memory = f"the CUDA driver says its data is {kind[0]} memory"
+            if label[0] == 2 and kind[0] in ("pageable", "host"):
+                raise Failed(f"{labelled}; {memory}: not device memory")
+            if label[0] == 1 and kind[0] == "device":
+                raise Failed(f"{labelled}; {memory} (of device {kind[1]}): not host memory")
+            return f"{labelled}; {memory}"
+        if label[0] == 1:
+            raise NotApplicable(f"{labelled}; the kit cannot ask what memory it is: {kind}")
+        # kDLCUDA where no CUDA device is: the label is false whatever the
+        # data is; reading it on the host shows where it is.
+        values = tensor.read(name) if name and tensor.shape == tuple(shape) else None
+        held = ("and the host reads the array's values at its data pointer: host memory"
+                if values == expected_values(shape, dtype) else "so no memory here is CUDA device memory")
+        raise Failed(f"{labelled}; {kind}, {held}")
+    finally:
+        _released(tensor)
 
 
 # -- the keywords ----------------------------------------------------------------------------------
@@ -524,7 +572,14 @@ def flags_read_only(producer: Producer) -> str:
         return f"read-only data: {call} raised {describe(error)}"
     if error is not None:
         raise Failed(f"read-only data: {call} raised {describe(error)}")
-    flags = _versioned(tensor).flags
+    if not tensor.versioned:
+        _released(tensor)
+        if "max_version" in call:  # asked for a struct that can say read-only, given one that cannot
+            raise Failed(f"read-only data: {call} returned a legacy \"dltensor\" capsule, which cannot say "
+                         "READ_ONLY: its consumer takes the data as writable")
+        raise NotApplicable(f"read-only data: {call} returned a legacy \"dltensor\" capsule (the producer takes "
+                            "no max_version), which has no flags")
+    flags = tensor.flags
     _released(tensor)
     if not flags & FLAG_READ_ONLY:
         raise Failed(f"read-only data: {call} returned flags {flags:#x}, without READ_ONLY")
@@ -559,14 +614,22 @@ def flags_is_copied(producer: Producer) -> str:
                     raise NotApplicable(f"{call} raised {describe(error)} (see producer.keywords.copy)")
                 seen.append(f"{call} raised {describe(error)}")
                 continue
-            held.append(_versioned(tensor))
-            copied, flagged = tensor.first != own.first, bool(tensor.flags & FLAG_IS_COPIED)
+            held.append(tensor)
+            copied = tensor.first != own.first
+            if not tensor.versioned:
+                if copied and "max_version" in call:
+                    raise Failed(f"{call}: a copy, as a legacy \"dltensor\" capsule, which cannot set IS_COPIED")
+                seen.append(f"{call}: {'a copy' if copied else 'the same data'}, as a legacy capsule (no flags)")
+                continue
+            flagged = bool(tensor.flags & FLAG_IS_COPIED)
             what = f"{call}: {'a copy' if copied else 'the same data'}, IS_COPIED {'set' if flagged else 'unset'}"
             if copied != flagged:
                 raise Failed(what)
             seen.append(what)
     finally:
         _released(*held)
+    if not any(tensor.versioned for tensor in held[1:]):
+        raise NotApplicable("; ".join(seen) + ": no versioned tensor, so no flags to check")
     return "; ".join(seen)
 
 
@@ -788,6 +851,11 @@ def deleter_unconsumed(producer: Producer) -> str:
     x = _array(producer)
     before = sys.getrefcount(x)
     capsule, call = _capsule(x)
+    if not capsule_has_destructor(capsule):
+        consumed = _consume(capsule, call)
+        consumed.release()
+        raise Failed(f"{call} returned a capsule without a destructor: dropped unconsumed, its tensor's deleter "
+                     "never runs (a leak)")
     held = sys.getrefcount(x) - before  # what the tensor holds on the array, if anything
     counter = _Counter(_struct(capsule))
     del capsule

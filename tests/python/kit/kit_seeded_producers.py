@@ -481,3 +481,61 @@ class _ValueErrorOnCopyFalse(SeededArray):
 
 def value_error_on_copy_false(shape, dtype, *, read_only=False):
     return _ValueErrorOnCopyFalse(shape, dtype, read_only=read_only)
+
+
+# -- one bug each, found by hand on real libraries (issue 35) ------------------------------------------------
+
+
+class _NoDestructor(SeededArray):
+    destructor = None  # a capsule dropped unconsumed never calls the deleter
+
+
+def capsule_without_destructor(shape, dtype, *, read_only=False):
+    return _NoDestructor(shape, dtype, read_only=read_only)
+
+
+class _ReadOnlyAsLegacy(SeededArray):
+    """Read-only data exported as the legacy struct, whatever is asked: its
+    consumer takes it as writable."""
+
+    def __dlpack__(self, *, max_version=None, copy=None, **keywords):
+        if self.read_only:
+            return self._capsule(False, copied=bool(copy))
+        return super().__dlpack__(max_version=max_version, copy=copy, **keywords)
+
+
+def read_only_as_legacy(shape, dtype, *, read_only=False):
+    return _ReadOnlyAsLegacy(shape, dtype, read_only=read_only)
+
+
+class _CopyAsLegacy(SeededArray):
+    """copy=True answered with a legacy capsule, which cannot say IS_COPIED."""
+
+    def __dlpack__(self, *, copy=None, **keywords):
+        if copy:
+            return self._capsule(False, copied=True)
+        return super().__dlpack__(copy=copy, **keywords)
+
+
+def copy_as_legacy(shape, dtype, *, read_only=False):
+    return _CopyAsLegacy(shape, dtype, read_only=read_only)
+
+
+class _CudaOnHostMemory(SeededArray):
+    """Host memory labelled kDLCUDA by both __dlpack_device__ and the
+    capsule: consistent, and false."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, *, dl_device=None, **keywords):
+        return super().__dlpack__(dl_device=None if dl_device == (2, 0) else dl_device, **keywords)
+
+    def _managed(self, storage, versioned, *, copied):
+        managed = super()._managed(storage, versioned, copied=copied)
+        managed.struct.dl_tensor.device.device_type = 2
+        return managed
+
+
+def cuda_label_on_host_memory(shape, dtype, *, read_only=False):
+    return _CudaOnHostMemory(shape, dtype, read_only=read_only)
