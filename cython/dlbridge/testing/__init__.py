@@ -15,7 +15,9 @@ callables (docs/check-your-library.md):
   It raises NotImplementedError to decline a case;
 - a FUNCTION, called with a producer object, returns the library's array
   made from it (the kit reads it back through DLPack or the buffer
-  protocol).
+  protocol). It raises NotImplementedError to decline a case; a library
+  whose arrays have only some numbers of dimensions sets
+  ``FUNCTION.dlpack_ndims`` (such as ``(1,)``).
 
 Run the clauses with ``pytest -p dlbridge.testing --dlpack-producer
 MODULE:FACTORY`` (or ``--dlpack-consumer MODULE:FUNCTION``): one test per

@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbridge.testing._abi import (DELETER, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed, ManagedTensor, buffer_address,
+from dlbridge.testing._abi import (DELETER, FLAG_IS_COPIED, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed, ManagedTensor, buffer_address,
                                    capsule_has_destructor, capsule_name, dtype_name)
 from dlbridge.testing._model import Consumer, Failed, NotApplicable, Warned, clause, describe, is_deprecation
 
@@ -76,9 +76,16 @@ def read_back(result: Any) -> ReadBack:
                          + "; ".join(errors)) from None
         return read
     with view:
+        other = _through_buffer(result, view)
         if read is None:
-            return _through_buffer(result, view)
-        return ReadBack(read.via, read.shape, read.dtype, read.values, read.address, not view.readonly, "its buffer")
+            return other
+        # Two routes to the same array: a result whose export describes
+        # memory its own buffer does not (strides it stores but cannot use)
+        # is caught here.
+        if None not in (read.values, other.values) and (read.shape, read.values) != (other.shape, other.values):
+            raise Failed(f"the result's __dlpack__ reads {read.describe()} holding {read.values}, its buffer "
+                         f"{other.describe()} holding {other.values}: they disagree")
+        return ReadBack(read.via, read.shape, read.dtype, read.values, read.address, other.writable, "its buffer")
 
 
 def _through_dlpack(result: Any) -> ReadBack:
@@ -163,8 +170,8 @@ class Case:
     name: str
     memory: tuple = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
     expected: tuple | None = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
-    shape: tuple[int, ...] = (2, 3)
-    strides: tuple[int, ...] | None = (3, 1)
+    shape: tuple[int, ...] = (6,)
+    strides: tuple[int, ...] | None = (1,)
     first: int = 0
     byte_offset: int = 0
     dtype: tuple[int, int, int] = (2, 32, 1)  # float32: the float every library holds (JAX's float64 is opt-in)
@@ -172,8 +179,9 @@ class Case:
     version: tuple[int, int] = (1, 3)
     versioned: bool = True
     null_data: bool = False
+    smaller: Case | None = None  # the same finding in fewer dimensions, for a consumer that declines these
 
-    def managed(self, versioned: bool) -> ManagedTensor:
+    def managed(self, versioned: bool, *, copied: bool = False) -> ManagedTensor:
         size = ctypes.sizeof(c_float)
         # zeros after the memory: a consumer that walks past it reads zeros, not another object
         block = (c_uint8 * (len(self.memory) * size + 2 * _ALIGN))()
@@ -181,26 +189,34 @@ class Case:
         (c_float * len(self.memory)).from_address(base)[:] = list(self.memory)
         made = ManagedTensor((), shape=self.shape, strides=self.strides, dtype=self.dtype,
                              data=None if self.null_data else base + self.first * size, byte_offset=self.byte_offset,
-                             flags=self.flags, version=self.version, versioned=versioned)
+                             flags=self.flags | (FLAG_IS_COPIED if copied else 0), version=self.version,
+                             versioned=versioned)
         _memory[made.address] = block
         return made
 
 
-BASELINE = Case("float32[2, 3]")
+# Each case in the fewest dimensions that show what it checks (a consumer
+# of 1-D arrays takes them), with its 1-D form where it needs two.
+BASELINE = Case("float32[6]")
+MATRIX = Case("float32[2, 3]", shape=(2, 3), strides=(3, 1))
+SCALAR = Case("0-d float32", memory=(7.0,), expected=(7.0,), shape=(), strides=())
 # memory 0..5 laid out as a (3, 2) C-order array, read as its transpose
-TRANSPOSED = Case("transposed strides (1, 2)", expected=(0.0, 2.0, 4.0, 1.0, 3.0, 5.0), strides=(1, 2))
-ZERO = Case("zero strides (0, 1)", memory=(0.0, 1.0, 2.0), expected=(0.0, 1.0, 2.0, 0.0, 1.0, 2.0), strides=(0, 1))
-NEGATIVE = Case("negative strides (-3, 1)", expected=(3.0, 4.0, 5.0, 0.0, 1.0, 2.0), strides=(-3, 1), first=3)
+TRANSPOSED = Case("transposed strides (1, 2)", expected=(0.0, 2.0, 4.0, 1.0, 3.0, 5.0), shape=(2, 3), strides=(1, 2))
+ZERO = Case("zero strides (0,)", memory=(5.0,), expected=(5.0, 5.0, 5.0), shape=(3,), strides=(0,))
+NEGATIVE = Case("negative strides (-1,)", expected=(5.0, 4.0, 3.0, 2.0, 1.0, 0.0), strides=(-1,), first=5)
 OFFSET = Case("byte_offset 16", memory=(-1.0, -2.0, -3.0, -4.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0), byte_offset=16)
-NULL_STRIDES = Case("NULL strides in a DLPack 1.0 tensor", strides=None, version=(1, 0))
-NULL_STRIDES_LEGACY = Case("NULL strides in a legacy tensor", strides=None, versioned=False)
-LEGACY = Case("legacy float32[2, 3]", versioned=False)
-MAJOR_2 = Case("DLPack 2.0 float32[2, 3]", version=(2, 0))
+NULL_STRIDES = Case("NULL strides in a DLPack 1.0 float32[2, 3]", shape=(2, 3), strides=None, version=(1, 0),
+                    smaller=Case("NULL strides in a DLPack 1.0 float32[6]", strides=None, version=(1, 0)))
+NULL_STRIDES_LEGACY = Case("NULL strides in a legacy float32[2, 3]", shape=(2, 3), strides=None, versioned=False,
+                           smaller=Case("NULL strides in a legacy float32[6]", strides=None, versioned=False))
+LEGACY = Case("legacy float32[6]", versioned=False)
+MAJOR_2 = Case("DLPack 2.0 float32[6]", version=(2, 0))
 UNKNOWN_CODE = Case("dtype code 200", dtype=(200, 32, 1), expected=None)
 LANES = Case("float32 x4 (code 2, bits 32, lanes 4)", memory=tuple(float(i) for i in range(12)), expected=None,
-             shape=(3,), strides=(1,), dtype=(2, 32, 4))
-EMPTY = Case("float32[0, 3] with NULL data", memory=(), expected=(), shape=(0, 3), null_data=True)
-READ_ONLY = Case("READ_ONLY float32[2, 3]", flags=FLAG_READ_ONLY)
+             shape=(3,), dtype=(2, 32, 4))
+EMPTY = Case("float32[0, 3] with NULL data", memory=(), expected=(), shape=(0, 3), strides=(3, 1), null_data=True,
+             smaller=Case("float32[0] with NULL data", memory=(), expected=(), shape=(0,), null_data=True))
+READ_ONLY = Case("READ_ONLY float32[6]", flags=FLAG_READ_ONLY)
 
 ALL_KEYWORDS = ("stream", "max_version", "dl_device", "copy")
 
@@ -226,7 +242,9 @@ class DevicelessZooProducer:
         if unknown:
             raise TypeError(f"__dlpack__() got an unexpected keyword argument {unknown[0]!r}")
         asked = keywords.get("max_version")
-        managed = self.case.managed(self.case.versioned and isinstance(asked, tuple) and asked[0] >= 1)
+        # Every tensor lent is new memory; copy=True makes it a copy by name (IS_COPIED), as a producer's is.
+        managed = self.case.managed(self.case.versioned and isinstance(asked, tuple) and asked[0] >= 1,
+                                    copied=keywords.get("copy") is True)
         capsule = managed.capsule(destructor=True)
         self.lent.append((managed, capsule))
         return capsule
@@ -272,8 +290,17 @@ class Outcome:
     def refused_with(self, *kinds: type) -> bool:
         return self.raised is not None and issubclass(self.raised, kinds)
 
+    @property
+    def declined(self) -> bool:
+        """Whether the consumer declined the case (NotImplementedError): it
+        does not take such arrays by design."""
+        return self.refused_with(NotImplementedError)
+
     def imported(self) -> ReadBack:
-        """The result; Failed where the consumer refused."""
+        """The result; NotApplicable where the consumer declined the case,
+        Failed where it refused it."""
+        if self.declined:
+            raise NotApplicable(f"{self.case.name}: the consumer declines it ({self.error})")
         if self.result is None:
             raise Failed(f"{self.case.name}: refused ({self.error})")
         return self.result
@@ -294,23 +321,58 @@ class Outcome:
         return self.result is not None and self.data() is not None and self.result.address == self.data()
 
 
+class Declined(NotApplicable):
+    """The consumer takes no array of the case's number of dimensions
+    (its FUNCTION's ``dlpack_ndims``), in any form of the case."""
+
+
+def taken(consumer: Consumer, case: Case) -> Case:
+    """`case`, or its smaller form where the consumer takes no array of its
+    number of dimensions; Declined where it takes neither."""
+    offered = case
+    while not consumer.takes(len(offered.shape)):
+        if offered.smaller is None:
+            raise Declined(f"{case.name}: the consumer takes no {len(case.shape)}-d array (dlpack_ndims "
+                           f"{sorted(consumer.ndims or ())})")
+        offered = offered.smaller
+    return offered
+
+
 def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooProducer] = ZooProducer,
-          *, raw: bool = False) -> Outcome:
-    """The consumer's FUNCTION called on a producer of `case` made by `make`
-    (or on a DLPack 1.3 capsule of it, `raw`); its result read back, then
-    dropped with the producer."""
+          *, raw: bool = False, **keywords: Any) -> Outcome:
+    """The consumer's FUNCTION called on a producer of `case` (in the form
+    the consumer takes: `taken`) made by `make` (or on a DLPack 1.3 capsule
+    of it, `raw`), with `keywords`; its result read back, then dropped with
+    the producer. Failed where the result reads through the producer: the
+    consumer imported nothing."""
+    case = taken(consumer, case)
     producer = make(case)
-    outcome = Outcome(case, calls=producer.calls)
+    outcome = Outcome(case)
     offered = producer.__dlpack__(max_version=(1, 3)) if raw else producer
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
         try:
-            result = consumer.consume(offered)
+            result = consumer.consume(offered, **keywords)
         except Exception as error:  # kept as words: its traceback would keep the producer alive
             outcome.raised, outcome.error = type(error), describe(error)
+            outcome.calls = list(producer.calls)
         else:
+            outcome.calls = list(producer.calls)  # the consumer's calls, not the kit's reading back
             try:
-                outcome.result = read_back(result)
+                if result is producer or result is offered:
+                    raise Failed(f"{case.name}: the consumer returned the {'capsule' if raw else 'producer'} it "
+                                 f"was given, not an array of its own")
+                try:
+                    outcome.result = read_back(result)
+                except Failed as error:
+                    unread: Failed | None = Failed(f"{case.name}: {error}")
+                else:
+                    unread = None
+                if len(producer.calls) > len(outcome.calls):
+                    raise Failed(f"{case.name}: reading the result back called the producer's __dlpack__ again: "
+                                 f"the result holds the producer, not an array of its own")
+                if unread is not None:
+                    raise unread
                 unrenamed = [capsule for _, capsule in producer.lent
                              if not (capsule_name(capsule) or b"").startswith(b"used_")]
                 outcome.unrenamed = len(unrenamed)
@@ -318,6 +380,8 @@ def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooPr
             finally:
                 del result
     outcome.warned = [(w.category, f"{w.category.__name__}: {w.message}") for w in warned]
+    if outcome.declined and case.smaller is not None:
+        return offer(consumer, case.smaller, make, raw=raw, **keywords)
     outcome.lent = [managed for managed, _ in producer.lent]
     del producer, offered
     # Only where a deleter has not run yet: a reference cycle may still hold
@@ -357,13 +421,50 @@ def _values(outcome: Outcome) -> ReadBack:
 # -- the clauses -----------------------------------------------------------------------------
 
 
-@clause("consumer.import.values", title="a tensor is imported with its values, shape and dtype",
-        source=PYTHON_SPEC,
-        cites="A from_dlpack(x, ...) function, which accepts any (array) object with the two DLPack methods "
-              "implemented (see below) and uses them to construct a new array containing the data from x.")
+def _each(cases: tuple[Case, ...], check: Callable[[Case], str]) -> str:
+    """What `check` saw of each case; a case it finds not applicable (the
+    consumer declines it) is noted, and the clause is not applicable only
+    where every case is."""
+    seen, applied = [], False
+    for case in cases:
+        try:
+            seen.append(check(case))
+            applied = True
+        except NotApplicable as reason:
+            seen.append(str(reason))
+    if not applied:
+        raise NotApplicable("; ".join(seen))
+    return "; ".join(seen)
+
+
+def _control(consumer: Consumer, case: Case) -> None:
+    """NotApplicable unless the consumer imports a plain float32[6]: a
+    refusal of `case` by a consumer that imports nothing says nothing of
+    what `case` checks."""
+    outcome = offer(consumer, BASELINE)
+    if outcome.result is None:
+        raise NotApplicable(f"{case.name} refused, but so is a plain {BASELINE.name} ({outcome.error}; see "
+                            "consumer.import.values): the refusal says nothing of the case")
+
+
+_IMPORT_VALUES = ("A from_dlpack(x, ...) function, which accepts any (array) object with the two DLPack methods "
+                  "implemented (see below) and uses them to construct a new array containing the data from x.")
+
+
+@clause("consumer.import.values", title="a tensor is imported with its values, shape and dtype (1-d and 2-d)",
+        source=PYTHON_SPEC, cites=_IMPORT_VALUES)
 def import_values(consumer: Consumer) -> str:
-    got = _values(offer(consumer, BASELINE))
-    return f"{BASELINE.name}: read back through {got.via} as {got.describe()}, values right"
+    def check(case: Case) -> str:
+        got = _values(offer(consumer, case))
+        return f"{case.name}: read back through {got.via} as {got.describe()}, values right"
+    return _each((BASELINE, MATRIX), check)
+
+
+@clause("consumer.import.0-d", title="a 0-d tensor is imported as a 0-d array holding its value",
+        source=PYTHON_SPEC, cites=_IMPORT_VALUES)
+def import_0d(consumer: Consumer) -> str:
+    got = _values(offer(consumer, SCALAR))
+    return f"{SCALAR.name}: read back through {got.via} as {got.describe()}, values right"
 
 
 @clause("consumer.import.zero-copy", title="the imported array shares the producer's memory",
@@ -423,7 +524,7 @@ def retry_device_copy(consumer: Consumer) -> str:
 
 def _retried(outcome: Outcome) -> str:
     """What a consumer that had to ask again made of an old producer."""
-    if outcome.result is None:
+    if outcome.result is None and not outcome.declined:
         raise Failed(f"{_calls(outcome.calls)}; from_dlpack raised {outcome.error}")
     _values(outcome)
     return f"{_calls(outcome.calls)}: imported, values right"
@@ -437,15 +538,14 @@ def strides_null(consumer: Consumer) -> str:
     # producer may answer with another version than the one asked for. A
     # consumer that refuses such an answer whatever its strides is judged by
     # consumer.legacy-answer, not here.
-    seen = []
-    for case in (NULL_STRIDES, NULL_STRIDES_LEGACY):
+    def check(case: Case) -> str:
         outcome = offer(consumer, case)
-        if case is NULL_STRIDES_LEGACY and outcome.result is None and _refuses_legacy_answers(consumer):
-            seen.append(f"{_lent(outcome)}: refused, as every legacy answer (consumer.legacy-answer)")
-            continue
+        if case is NULL_STRIDES_LEGACY and outcome.result is None and not outcome.declined \
+                and _refuses_legacy_answers(consumer):
+            return f"{_lent(outcome)}: refused, as every legacy answer (consumer.legacy-answer)"
         _values(outcome)
-        seen.append(f"{_lent(outcome)}: values right")
-    return "; ".join(seen)
+        return f"{_lent(outcome)}: values right"
+    return _each((NULL_STRIDES, NULL_STRIDES_LEGACY), check)
 
 
 def _refuses_legacy_answers(consumer: Consumer) -> bool:
@@ -468,6 +568,8 @@ def legacy_answer(consumer: Consumer) -> str:
     outcome = offer(consumer, LEGACY)
     if not _asked_max_version(outcome):
         raise NotApplicable(f"the consumer asks for no versioned tensor ({_calls(outcome.calls)})")
+    if outcome.declined:
+        outcome.imported()
     if outcome.result is None:
         words = (f"{LEGACY.name}, answered to {_calls(outcome.calls)}: refused ({outcome.error}); the consumer "
                  f"cannot import from a producer that answers a max_version request with a legacy capsule")
@@ -484,24 +586,28 @@ def legacy_answer(consumer: Consumer) -> str:
 def strides_honoured(consumer: Consumer) -> str:
     # No specification names the exception for a layout a consumer cannot
     # hold: any safe refusal holds; BufferError, DLPack's, is recommended.
-    seen, right, preferred = [], True, True
-    for case in (TRANSPOSED, ZERO, NEGATIVE):
+    wrong, refused = [], []
+
+    def check(case: Case) -> str:
         try:
             outcome = offer(consumer, case)
-            if outcome.result is None:
-                preferred &= outcome.refused_with(BufferError)
-                seen.append(f"{case.name}: refused ({outcome.error})")
-            else:
-                _values(outcome)
-                seen.append(f"{case.name}: values right")
+            if outcome.result is None and not outcome.declined:
+                if not outcome.refused_with(BufferError):
+                    refused.append(case)
+                return f"{case.name}: refused ({outcome.error})"
+            _values(outcome)
+            return f"{case.name}: values right"
         except Failed as error:
-            seen.append(str(error))
-            right = False
-    if not right:
-        raise Failed("; ".join(seen))
-    if not preferred:
-        raise Warned("; ".join(seen) + " (a refusal with BufferError, DLPack's exception, is recommended)")
-    return "; ".join(seen)
+            wrong.append(case)
+            return str(error)
+    seen = _each((TRANSPOSED, ZERO, NEGATIVE), check)
+    if wrong:
+        raise Failed(seen)
+    if "values right" not in seen:
+        _control(consumer, TRANSPOSED)
+    if refused:
+        raise Warned(seen + " (a refusal with BufferError, DLPack's exception, is recommended)")
+    return seen
 
 
 @clause("consumer.byte-offset", title="byte_offset is added to data: the values start where it points",
@@ -520,6 +626,7 @@ def version_major_2(consumer: Consumer) -> str:
     outcome = offer(consumer, MAJOR_2).versioned()
     if outcome.result is not None:
         raise Failed(f"{MAJOR_2.name}: imported as {outcome.result.describe()}")
+    _control(consumer, MAJOR_2)
     if not outcome.refused_with(BufferError):  # the sentence's BufferError is a producer's "should"
         raise Warned(f"{MAJOR_2.name}: refused with {outcome.error} (BufferError is recommended)")
     return f"refused: {outcome.error}"
@@ -533,6 +640,7 @@ def dtype_unknown(consumer: Consumer) -> str:
     outcome = offer(consumer, UNKNOWN_CODE)
     if outcome.result is not None:
         raise Failed(f"{UNKNOWN_CODE.name}: imported as {outcome.result.describe()}")
+    _control(consumer, UNKNOWN_CODE)
     if outcome.refused_with(BufferError):
         return f"refused: {outcome.error}"
     return f"refused: {outcome.error} (DLPack's exception for a dtype that cannot be exchanged is BufferError)"
@@ -544,6 +652,7 @@ def dtype_lanes(consumer: Consumer) -> str:
     outcome = offer(consumer, LANES)
     got = outcome.result
     if got is None:
+        _control(consumer, LANES)
         return f"refused: {outcome.error}"
     if got.dtype == LANES.dtype and got.shape == LANES.shape and outcome.zero_copy():
         return "imported as float32 x4 on the producer's memory"
@@ -557,8 +666,8 @@ def dtype_lanes(consumer: Consumer) -> str:
         source=PYTHON_SPEC,
         cites="If the array is of size zero, the data pointer in DLTensor should be set to either NULL or 0.")
 def empty_null_data(consumer: Consumer) -> str:
-    got = _values(offer(consumer, EMPTY))
-    return f"imported as {got.describe()}"
+    outcome = offer(consumer, EMPTY)
+    return f"{outcome.case.name}: imported as {_values(outcome).describe()}"
 
 
 @clause("consumer.read-only", title="READ_ONLY data becomes a read-only array, or a copy, or the flag is ignored "
@@ -576,8 +685,14 @@ def read_only(consumer: Consumer) -> str:
         # Every buffer says whether it is read-only: a consumer whose arrays
         # export buffers supports read-only arrays.
         raise Failed(f"{READ_ONLY.name}: the result shares the producer's memory and its buffer is writable")
-    return (f"flag ignored: the result shares the producer's memory, and {got.writable_from} do not say "
-            f"read-only (it has no buffer, so nothing shows it can be read-only)")
+    # The array API lets a consumer that cannot hold read-only arrays ignore
+    # the flag; but the result's own export now hands the memory on as
+    # writable, and the next library writes into it.
+    said = "its own export is a legacy capsule, which cannot say read-only" if got.writable is None else \
+        "its own versioned export says writable"
+    raise Warned(f"flag ignored: the result shares the producer's read-only memory and {said}, so a library that "
+                 f"imports it from this one may write into it (the result has no buffer, so nothing shows it can "
+                 f"be read-only)")
 
 
 @clause("consumer.device.absent", title="an object with __dlpack__ but no __dlpack_device__ is imported, or "
@@ -585,12 +700,75 @@ def read_only(consumer: Consumer) -> str:
         cites="AttributeError If the __dlpack__ and __dlpack_device__ methods are not present on the input array.")
 def device_absent(consumer: Consumer) -> str:
     outcome = offer(consumer, BASELINE, DevicelessZooProducer)
+    if outcome.declined:
+        outcome.imported()
     if outcome.result is None:
         if not outcome.refused_with(AttributeError, TypeError):
             raise Failed(f"refused with {outcome.error}, not AttributeError or TypeError")
         return f"refused: {outcome.error}"
     _values(outcome)
     return "imported, values right (the tensor says where it is)"
+
+
+class _CopyNeededProducer(ZooProducer):
+    """A producer whose data cannot be shared: copy=False is refused with
+    BufferError, as the array API has it; otherwise it lends its tensor."""
+
+    def __dlpack__(self, **keywords):
+        if keywords.get("copy") is False:
+            self.calls.append(keywords)
+            raise BufferError("copy=False: this producer's data must be copied to be exchanged")
+        return super().__dlpack__(**keywords)
+
+
+def _copying(consumer: Consumer) -> None:
+    """NotApplicable unless the consumer's FUNCTION takes copy."""
+    if not consumer.takes_copy:
+        raise NotApplicable(f"the FUNCTION {'takes no' if consumer.takes_copy is False else 'has no signature to show a'}"
+                            f" copy keyword (FUNCTION(producer, *, copy=None) passes it to from_dlpack)")
+
+
+_COPY = ("copy (Optional[bool]) - boolean indicating whether or not to copy the input. If True, the function must "
+         "always copy. If False, the function must never copy, and raise BufferError in case a copy is deemed "
+         "necessary")
+
+
+@clause("consumer.copy.true", title="from_dlpack(x, copy=True) copies: other memory, the same values",
+        source=ARRAY_API, cites=_COPY)
+def copy_true(consumer: Consumer) -> str:
+    _copying(consumer)
+    outcome = offer(consumer, BASELINE, copy=True)
+    got = _values(outcome)
+    lent = outcome.lent[-1]
+    if lent.versioned and lent.struct.flags & FLAG_IS_COPIED:
+        return (f"{BASELINE.name}, copy=True: the producer copied, asked by {_calls(outcome.calls)}; values right "
+                f"(read through {got.via})")
+    if outcome.zero_copy():
+        raise Failed(f"{BASELINE.name}, copy=True: the result shares the producer's memory ({_calls(outcome.calls)})")
+    return f"{BASELINE.name}, copy=True: a copy, values right ({_calls(outcome.calls)}; read through {got.via})"
+
+
+@clause("consumer.copy.false", title="from_dlpack(x, copy=False) never copies: it shares the producer's memory, or "
+        "raises BufferError (as where the producer refuses copy=False)", source=ARRAY_API, cites=_COPY)
+def copy_false(consumer: Consumer) -> str:
+    _copying(consumer)
+    seen = []
+    for make in (ZooProducer, _CopyNeededProducer):
+        needed = make is _CopyNeededProducer
+        what = f"{BASELINE.name}{' from a producer that refuses copy=False' if needed else ''}, copy=False"
+        outcome = offer(consumer, BASELINE, make, copy=False)
+        if outcome.result is None:
+            if outcome.declined:
+                outcome.imported()
+            if not outcome.refused_with(BufferError):
+                raise Failed(f"{what}: refused with {outcome.error}, not BufferError ({_calls(outcome.calls)})")
+            seen.append(f"{what}: refused ({outcome.error})")
+            continue
+        _values(outcome)
+        if not outcome.zero_copy():
+            raise Failed(f"{what}: the result is a copy ({_calls(outcome.calls)})")
+        seen.append(f"{what}: the producer's memory ({_calls(outcome.calls)})")
+    return "; ".join(seen)
 
 
 @clause("consumer.capsule.raw", title="a raw capsule is refused, or taken (a DeprecationWarning recommended)",
@@ -600,6 +778,8 @@ def device_absent(consumer: Consumer) -> str:
               "to users of the Python API.")
 def capsule_raw(consumer: Consumer) -> str:
     outcome = offer(consumer, BASELINE, raw=True)
+    if outcome.declined:
+        outcome.imported()
     deprecations = [said for category, said in outcome.warned if is_deprecation(category)]
     # No specification forbids taking a capsule (MLX and TVM FFI document it):
     # only the values taken are required; the rest is a note.
@@ -625,7 +805,11 @@ def _deleter_calls(consumer: Consumer) -> tuple[list[int], str]:
     results and producers are gone; and the counts in words."""
     counts, words = [], []
     for case, make in _DELETER_CASES:
-        outcome = offer(consumer, case, make)
+        try:
+            outcome = offer(consumer, case, make)
+        except Declined as reason:
+            words.append(str(reason))
+            continue
         calls = [managed.deleter_calls for managed in outcome.lent]
         counts += calls
         unrenamed = (" (its capsule not renamed to used_..., its destructor cleared instead: the specification "
@@ -633,6 +817,8 @@ def _deleter_calls(consumer: Consumer) -> tuple[list[int], str]:
                      else " (its capsule not renamed to used_...)" if outcome.unrenamed else "")
         words.append(f"{case.name} {'imported' if outcome.result else 'refused'}{unrenamed}: "
                      + (", ".join(map(str, calls)) if calls else "none lent"))
+    if not counts:
+        raise NotApplicable("; ".join(words))
     return counts, "deleter calls once the result was dropped: " + "; ".join(words)
 
 

@@ -20,6 +20,7 @@ exit status ignores.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
@@ -157,15 +158,55 @@ class Producer:
 
 class Consumer:
     """The library under test as a consumer: its FUNCTION, called with a
-    producer object, returns the library's array made from it."""
+    producer object, returns the library's array made from it. A FUNCTION
+    of a library whose arrays have only some numbers of dimensions (pyarrow's
+    are 1-D) says which in an attribute, ``FUNCTION.dlpack_ndims = (1,)``:
+    the kit then offers each case in a form of those dimensions, or none.
+    It declines one case by raising NotImplementedError; the clause that
+    needs an import of it is then not applicable. A FUNCTION that takes the
+    array API's ``copy`` keyword is called with it too."""
 
     side = "consumer"
 
-    def __init__(self, function: Callable[[Any], Any], name: str):
+    def __init__(self, function: Callable[..., Any], name: str):
         self.function, self.name = function, name
+        self.ndims = _ndims(getattr(function, "dlpack_ndims", None), name)
+        self.takes_copy = _takes_keyword(function, "copy")
 
-    def consume(self, producer: Any) -> Any:
-        return self.function(producer)
+    def takes(self, ndim: int) -> bool:
+        return self.ndims is None or ndim in self.ndims
+
+    def consume(self, producer: Any, **keywords: Any) -> Any:
+        return self.function(producer, **keywords)
+
+
+def _takes_keyword(function: Callable[..., Any], name: str) -> bool | None:
+    """Whether `function` takes the keyword `name`; None where its signature
+    cannot be read (a builtin may have none)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return any(p.kind == p.VAR_KEYWORD or (p.name == name and p.kind != p.POSITIONAL_ONLY) for p in parameters)
+
+
+def _ndims(value: Any, name: str) -> frozenset[int] | None:
+    """The numbers of dimensions a FUNCTION's ``dlpack_ndims`` names, read once."""
+    if value is None:
+        return None
+    try:
+        ndims = frozenset(value)
+    except Exception:  # not iterable, or an iterable that raises
+        ndims = frozenset([None])
+    if not ndims or not all(type(n) is int and 0 <= n <= 64 for n in ndims):
+        try:
+            said = bounded(repr(value), 200)
+        except Exception:
+            said = f"a {type(value).__qualname__}"
+        from dlbridge.testing._runner import SpecError  # a cycle at import time
+        raise SpecError(f"{name}.dlpack_ndims: expected numbers of dimensions from 0 to 64 (such as (1,)), got "
+                        f"{said}")
+    return ndims
 
 
 def gpu_unavailable() -> str | None:

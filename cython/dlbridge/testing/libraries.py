@@ -51,9 +51,9 @@ def dlbridge_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = Fals
     return made if device is None else made.to_device(device)
 
 
-def dlbridge_from_dlpack(producer: Any):
+def dlbridge_from_dlpack(producer: Any, *, copy: bool | None = None):
     import dlbridge
-    return dlbridge.from_dlpack(producer)
+    return dlbridge.from_dlpack(producer, copy=copy)
 
 
 # -- Python's buffer exporters ------------------------------------------------------
@@ -103,9 +103,9 @@ def numpy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, 
     return made
 
 
-def numpy_from_dlpack(producer: Any):
+def numpy_from_dlpack(producer: Any, *, copy: bool | None = None):
     import numpy as np
-    return np.from_dlpack(producer)
+    return np.from_dlpack(producer, copy=copy)
 
 
 # -- PyTorch -------------------------------------------------------------------------
@@ -120,9 +120,9 @@ def torch_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False,
     return made if device is None else made.to(device)
 
 
-def torch_from_dlpack(producer: Any):
+def torch_from_dlpack(producer: Any, *, copy: bool | None = None):
     torch = _torch()
-    return torch.from_dlpack(producer)
+    return torch.from_dlpack(producer, copy=copy)
 
 
 # -- JAX ---------------------------------------------------------------------------------
@@ -139,9 +139,9 @@ def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, de
     return jax.device_put(jnp.arange(math.prod(shape)).astype(dtype).reshape(shape), placed)
 
 
-def jax_from_dlpack(producer: Any):
+def jax_from_dlpack(producer: Any, *, copy: bool | None = None):
     import jax.numpy as jnp
-    return jnp.from_dlpack(producer)
+    return jnp.from_dlpack(producer, copy=copy)
 
 
 # -- array-api-strict ------------------------------------------------------------------------
@@ -157,9 +157,9 @@ def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: boo
     return xp.reshape(xp.astype(xp.arange(math.prod(shape)), getattr(xp, dtype)), shape)
 
 
-def array_api_strict_from_dlpack(producer: Any):
+def array_api_strict_from_dlpack(producer: Any, *, copy: bool | None = None):
     import array_api_strict as xp
-    return xp.from_dlpack(producer)
+    return xp.from_dlpack(producer, copy=copy)
 
 
 # -- CuPy, and consumers of the CUDA array interface (the GPU tier) ---------------------------

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from dlbridge.testing._abi import DELETER, DTYPES, FLAG_READ_ONLY, Consumed, c_order_strides, dtype_name
+from dlbridge.testing._abi import DELETER, DTYPES, FLAG_IS_COPIED, FLAG_READ_ONLY, Consumed, c_order_strides, dtype_name
 
 HOST_DEVICES = (1, 3, 11, 13, 20)
 
@@ -32,14 +32,15 @@ def release(tensor: Consumed, calls: int) -> None:
             DELETER(tensor.managed.deleter)(tensor.address)
 
 
-def consume(x, *, retry=True, error_type=BufferError, deleter_calls=1, byte_offset=True, strides=True,
-            read_only=True, legacy_answer_error=None):
-    """np.from_dlpack's work in Python; each keyword but the first turns a
-    part of it off (or wrong); `legacy_answer_error`: refuse a legacy
-    capsule answered to max_version with it."""
+def consume(x, *, copy=None, retry=True, error_type=BufferError, deleter_calls=1, byte_offset=True, strides=True,
+            read_only=True, legacy_answer_error=None, honours_copy=True):
+    """np.from_dlpack's work in Python, `copy` as the array API's; each
+    other keyword turns a part of it off (or wrong); `legacy_answer_error`:
+    refuse a legacy capsule answered to max_version with it."""
     asked = True
+    keywords = {"copy": copy} if copy is not None and honours_copy else {}
     try:
-        capsule = x.__dlpack__(max_version=(1, 3))
+        capsule = x.__dlpack__(max_version=(1, 3), **keywords)
     except TypeError:
         if not retry:
             raise
@@ -73,47 +74,49 @@ def consume(x, *, retry=True, error_type=BufferError, deleter_calls=1, byte_offs
     array = np.ndarray(shape, name, buffer=block, offset=first - low, strides=[s * itemsize for s in steps])
     if read_only and tensor.flags & FLAG_READ_ONLY:
         array.flags.writeable = False
+    if copy and honours_copy and not tensor.flags & FLAG_IS_COPIED:  # the producer did not copy: copy here
+        return array.copy()
     return array
 
 
-def reference(x):
-    return consume(x)
+def reference(x, *, copy=None):
+    return consume(x, copy=copy)
 
 
-def ignores_byte_offset(x):
-    return consume(x, byte_offset=False)
+def ignores_byte_offset(x, *, copy=None):
+    return consume(x, copy=copy, byte_offset=False)
 
 
-def ignores_strides(x):  # as if every tensor had NULL strides: C order
-    return consume(x, strides=False)
+def ignores_strides(x, *, copy=None):  # as if every tensor had NULL strides: C order
+    return consume(x, copy=copy, strides=False)
 
 
-def writable_read_only(x):  # NumPy arrays can be read-only: READ_ONLY must not be ignored
-    return consume(x, read_only=False)
+def writable_read_only(x, *, copy=None):  # NumPy arrays can be read-only: READ_ONLY must not be ignored
+    return consume(x, copy=copy, read_only=False)
 
 
-def no_retry(x):
-    return consume(x, retry=False)
+def no_retry(x, *, copy=None):
+    return consume(x, copy=copy, retry=False)
 
 
-def leaks(x):
-    return consume(x, deleter_calls=0)
+def leaks(x, *, copy=None):
+    return consume(x, copy=copy, deleter_calls=0)
 
 
-def frees_twice(x):
-    return consume(x, deleter_calls=2)
+def frees_twice(x, *, copy=None):
+    return consume(x, copy=copy, deleter_calls=2)
 
 
-def value_error_on_major_2(x):
-    return consume(x, error_type=ValueError)
+def value_error_on_major_2(x, *, copy=None):
+    return consume(x, copy=copy, error_type=ValueError)
 
 
-def refuses_legacy_answers(x):  # pyarrow 26's way, with BufferError
-    return consume(x, legacy_answer_error=BufferError)
+def refuses_legacy_answers(x, *, copy=None):  # pyarrow 26's way, with BufferError
+    return consume(x, copy=copy, legacy_answer_error=BufferError)
 
 
-def value_error_on_legacy_answers(x):
-    return consume(x, legacy_answer_error=ValueError)
+def value_error_on_legacy_answers(x, *, copy=None):
+    return consume(x, copy=copy, legacy_answer_error=ValueError)
 
 
 class _Given:
@@ -133,10 +136,12 @@ _set_destructor.argtypes = [ctypes.py_object, ctypes.c_void_p]
 _NAMES = {name: ctypes.create_string_buffer(name) for name in (b"dltensor", b"dltensor_versioned")}  # static storage
 
 
-def clears_the_destructor(x):
+def clears_the_destructor(x, *, copy=None):
     """MLX's way (0.32), which is no bug: it copies, calls the deleter once,
     and clears the capsule's destructor where the specification says to
     rename the capsule; the deleter runs once all the same."""
+    if copy is False:
+        raise BufferError("this consumer always copies")
     try:
         capsule = x.__dlpack__(max_version=(1, 3))
     except TypeError:
@@ -163,3 +168,84 @@ class _Huge:
 def claims_2_to_the_40_elements(x):
     consume(x)
     return _Huge()
+
+
+# -- consumers that import nothing, or not what they say (issue 35) -----------------------------------
+
+
+def returns_the_producer(x):
+    return x
+
+
+class _Forwards:
+    """Holds the producer and asks it again for each export: an array of its own in name only."""
+
+    def __init__(self, producer):
+        self.producer = producer
+
+    def __dlpack__(self, **keywords):
+        return self.producer.__dlpack__(**keywords)
+
+
+def forwards_to_the_producer(x):
+    return _Forwards(x)
+
+
+def refuses_everything(x):
+    x.__dlpack__(max_version=(1, 3))  # asks, as a consumer does, then refuses whatever it got
+    raise BufferError("this consumer imports nothing")
+
+
+class _StridesKeptForExport(np.ndarray):
+    """Memory read as if in C order, whatever the strides (the buffer shows
+    it), with an export of the strides as given: the kit's read-back
+    through __dlpack__ alone would find the values right."""
+
+    def __dlpack__(self, **keywords):
+        return self.given.__dlpack__(**keywords)
+
+
+def stores_strides_it_cannot_use(x, *, copy=None):
+    result = consume(x, copy=copy, strides=False).view(_StridesKeptForExport)
+    result.given = consume(x, copy=copy)
+    return result
+
+
+def one_d_only(x, *, copy=None):
+    """pyarrow's way: its arrays are 1-D, and it says so."""
+    return consume(x, copy=copy)
+
+
+one_d_only.dlpack_ndims = (1,)
+
+
+def declines_two_d(x, *, copy=None):
+    """Declines each 2-d case, after a look at it: NotImplementedError."""
+    array = consume(x, copy=copy)
+    if array.ndim == 2:
+        raise NotImplementedError("this consumer's arrays have no second axis")
+    return array
+
+
+# -- the array API's copy keyword ------------------------------------------------------------------
+
+
+def shares_on_copy_true(x, *, copy=None):
+    """Takes copy, and passes it nowhere: copy=True shares the producer's memory."""
+    return consume(x, copy=copy, honours_copy=False)
+
+
+def copies_on_copy_false(x, *, copy=None):
+    """copy=False asked of the producer, and a copy made all the same."""
+    array = consume(x, copy=copy)
+    return array.copy() if copy is False else array
+
+
+def value_error_when_a_copy_is_needed(x, *, copy=None):
+    """The producer's BufferError (a copy is needed, copy=False) turned into ValueError."""
+    try:
+        return consume(x, copy=copy)
+    except BufferError as error:
+        if copy is False:
+            raise ValueError(f"cannot import without a copy: {error}") from None
+        raise

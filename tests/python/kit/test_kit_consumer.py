@@ -27,13 +27,13 @@ def verdicts(results):
 
 
 def test_the_clauses_are_these():
-    assert IDS == ["consumer.import.values", "consumer.import.zero-copy", "consumer.request.max-version",
+    assert IDS == ["consumer.import.values", "consumer.import.0-d", "consumer.import.zero-copy", "consumer.request.max-version",
                    "consumer.request.stream", "consumer.retry.legacy-producer", "consumer.retry.device-copy",
                    "consumer.strides.null", "consumer.legacy-answer", "consumer.strides.honoured",
                    "consumer.byte-offset",
                    "consumer.version.major-2", "consumer.dtype.unknown-code", "consumer.dtype.lanes",
                    "consumer.empty.null-data", "consumer.read-only", "consumer.device.absent",
-                   "consumer.capsule.raw", "consumer.deleter.released", "consumer.deleter.once"]
+                   "consumer.copy.true", "consumer.copy.false", "consumer.capsule.raw", "consumer.deleter.released", "consumer.deleter.once"]
     for c in clauses("consumer"):
         if c.id in IDS:
             assert c.source in ("DLPack Python specification", "dlpack.h", "array API standard"), c.id
@@ -43,8 +43,10 @@ def test_the_clauses_are_these():
 # -- the zoo's tensors and the read-back -------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", [kit.BASELINE, kit.TRANSPOSED, kit.ZERO, kit.NEGATIVE, kit.OFFSET,
-                                  kit.NULL_STRIDES, kit.NULL_STRIDES_LEGACY, kit.LEGACY, kit.EMPTY, kit.READ_ONLY],
+@pytest.mark.parametrize("case", [kit.BASELINE, kit.MATRIX, kit.SCALAR, kit.TRANSPOSED, kit.ZERO, kit.NEGATIVE,
+                                  kit.OFFSET, kit.NULL_STRIDES, kit.NULL_STRIDES.smaller, kit.NULL_STRIDES_LEGACY,
+                                  kit.NULL_STRIDES_LEGACY.smaller, kit.LEGACY, kit.EMPTY, kit.EMPTY.smaller,
+                                  kit.READ_ONLY],
                          ids=lambda case: case.name)
 def test_each_case_holds_what_it_expects(case):
     """Read by the kit's own ABI reading (not by any consumer): the expected
@@ -134,9 +136,87 @@ SEEDED = {
                                                  "writable"),
     "no_retry": ("consumer.retry.legacy-producer", "__dlpack__(max_version=(1, 3)); from_dlpack raised TypeError: "
                                                    "__dlpack__() got an unexpected keyword argument 'max_version'"),
-    "leaks": ("consumer.deleter.released", "float32[2, 3] imported: 0;"),
-    "frees_twice": ("consumer.deleter.once", "float32[2, 3] imported: 2;"),
+    "leaks": ("consumer.deleter.released", "float32[6] imported: 0;"),
+    "frees_twice": ("consumer.deleter.once", "float32[6] imported: 2;"),
+    "shares_on_copy_true": ("consumer.copy.true", "float32[6], copy=True: the result shares the producer's memory"),
+    "copies_on_copy_false": ("consumer.copy.false", "float32[6], copy=False: the result is a copy"),
+    "value_error_when_a_copy_is_needed": ("consumer.copy.false", "float32[6] from a producer that refuses "
+                                          "copy=False, copy=False: refused with ValueError: cannot import without a "
+                                          "copy: copy=False: this producer's data must be copied to be exchanged, "
+                                          "not BufferError"),
 }
+
+# Seeded consumers that import nothing, or not what they say: each clause
+# that would have passed on the kit's own reading of the producer fails.
+@pytest.mark.peers_only
+@pytest.mark.parametrize("name, words", [
+    ("returns_the_producer", "float32[6]: the consumer returned the producer it was given, not an array of its own"),
+    ("forwards_to_the_producer", "float32[6]: reading the result back called the producer's __dlpack__ again: the "
+                                 "result holds the producer, not an array of its own")])
+def test_a_consumer_that_imports_nothing_passes_nothing(name, words):
+    results = verdicts(check_consumer(getattr(seeded, name), only=IDS))
+    assert [c for c, r in results.items() if r.verdict == PASS] == []
+    assert words in results["consumer.import.values"].observed
+
+
+@pytest.mark.peers_only
+def test_a_refusal_by_a_consumer_that_imports_nothing_passes_no_refusal_clause():
+    results = verdicts(check_consumer(seeded.refuses_everything, only=IDS))
+    for c in ("consumer.version.major-2", "consumer.dtype.unknown-code", "consumer.dtype.lanes",
+              "consumer.strides.honoured"):
+        assert results[c].verdict == NOT_APPLICABLE, results[c]
+        assert "but so is a plain float32[6] (BufferError: this consumer imports nothing" in results[c].observed
+    assert results["consumer.import.values"].verdict == FAIL
+
+
+@pytest.mark.peers_only
+def test_strides_kept_for_export_but_not_used_are_caught_by_the_buffer():
+    """The result's own __dlpack__ gives the zoo's values back; its buffer,
+    a second route to the same array, does not."""
+    results = verdicts(check_consumer(seeded.stores_strides_it_cannot_use, only=IDS))
+    assert {c for c, r in results.items() if r.verdict != PASS} == {"consumer.strides.honoured"}
+    assert "transposed strides (1, 2): the result's __dlpack__ reads float32[2, 3] holding [0.0, 2.0, 4.0, 1.0, " \
+           "3.0, 5.0], its buffer float32[2, 3] holding [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]: they disagree" in \
+        results["consumer.strides.honoured"].observed
+
+
+@pytest.mark.peers_only
+def test_a_consumer_of_1_d_arrays_says_so_and_passes():
+    """pyarrow's arrays are 1-D: with dlpack_ndims = (1,) each case comes in
+    its 1-D form, and what has none is noted or not applicable."""
+    results = verdicts(check_consumer(seeded.one_d_only, only=IDS))
+    assert {c: r.verdict for c, r in results.items() if r.verdict != PASS} == {"consumer.import.0-d": NOT_APPLICABLE}
+    assert "float32[2, 3]: the consumer takes no 2-d array (dlpack_ndims [1])" in \
+        results["consumer.import.values"].observed
+    assert "NULL strides in a DLPack 1.0 float32[6] (lent as version 1.0): values right" in \
+        results["consumer.strides.null"].observed
+
+
+@pytest.mark.peers_only
+def test_a_consumer_declines_a_case_with_not_implemented_error():
+    results = verdicts(check_consumer(seeded.declines_two_d, only=IDS))
+    assert [c for c, r in results.items() if r.verdict != PASS] == []
+    assert "float32[2, 3]: the consumer declines it (NotImplementedError: this consumer's arrays have no second " \
+           "axis)" in results["consumer.import.values"].observed
+    assert "float32[0] with NULL data" in results["consumer.empty.null-data"].observed
+
+
+def test_a_function_without_copy_is_not_asked_with_it():
+    results = verdicts(check_consumer(lambda x: libraries.dlbridge_from_dlpack(x),
+                                      only=["consumer.copy.true", "consumer.copy.false"]))
+    assert {r.verdict for r in results.values()} == {NOT_APPLICABLE}
+    assert "the FUNCTION takes no copy keyword" in results["consumer.copy.true"].observed
+
+
+@pytest.mark.parametrize("value", [(), ("1",), (65,), 1, [True], "12"])
+def test_dlpack_ndims_that_names_no_dimensions_is_a_spec_error(value):
+    def function(x):
+        return x
+    function.dlpack_ndims = value
+    with pytest.raises(dlbridge.testing.SpecError, match=r"function.dlpack_ndims: expected numbers of dimensions "
+                                                         r"from 0 to 64 \(such as \(1,\)\), got"):
+        check_consumer(function)
+
 
 # Seeded departures from what is recommended, not required: each warns exactly its clause.
 SEEDED_WARNINGS = {
@@ -194,7 +274,7 @@ def test_a_result_that_claims_2_to_the_40_elements_fails_on_its_shape():
     """The kit reads the struct, not 2**40 values: the clause fails at once, on the shape."""
     [result] = check_consumer(seeded.claims_2_to_the_40_elements, only=["consumer.import.values"])
     assert result.verdict == FAIL
-    assert "imported as float32[1099511627776], expected float32[2, 3]" in result.observed
+    assert "imported as float32[1099511627776], expected float32[6]" in result.observed
 
 
 @pytest.mark.peers_only
@@ -235,14 +315,18 @@ PEERS = {
                                             "terminate called after throwing an instance of 'c10::Error'"),
         "consumer.version.major-2": (WARN, "refused with RuntimeError: unsupported DLPack capsule major version: 2. "
                                            "Maximum supported version: 1 (BufferError is recommended)"),
-        "consumer.read-only": (PASS, "flag ignored"),
+        "consumer.read-only": (WARN, "flag ignored: the result shares the producer's read-only memory and its own "
+                                     "versioned export says writable"),
         "consumer.device.absent": (PASS, "refused: AttributeError: 'DevicelessZooProducer' object has no attribute "
                                          "'__dlpack_device__'"),
         "consumer.capsule.raw": (WARN, "taken, values right, without a DeprecationWarning"),
     },
     "jax_from_dlpack": {
         "consumer.request.max-version": (FAIL, "__dlpack__(stream=None): no max_version"),
-        "consumer.strides.honoured": (WARN, "transposed strides (1, 2): values right; zero strides (0, 1): refused "
+        # jnp.from_dlpack(a, copy=True) shares a's memory: a[0] = 42 shows in the JAX array.
+        "consumer.copy.true": (FAIL, "float32[6], copy=True: the result shares the producer's memory "
+                                     "(__dlpack__(stream=None))"),
+        "consumer.strides.honoured": (WARN, "transposed strides (1, 2): values right; zero strides (0,): refused "
                                             "(JaxRuntimeError: UNIMPLEMENTED: Only DLPack tensors with trivial "
                                             "(compact) striding are supported"),
         "consumer.version.major-2": (NOT_APPLICABLE, "the consumer asks for no versioned tensor"),
