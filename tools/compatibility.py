@@ -2,7 +2,8 @@
 
 Runs every clause of the kit (dlbridge.testing) on each library
 docs/compatibility.md covers, as a producer and, where it has one, as a
-consumer: dlbridge, NumPy, PyTorch, JAX, array-api-strict, an extension
+consumer: dlbridge, NumPy, PyTorch, JAX, array-api-strict, pyarrow, MLX
+(its CPU build), Apache TVM FFI, an extension
 built with nanobind alone (tests/downstream/nanobind_arrays, built here
 into build/kit-nanobind) and Python's buffer exporters. Each subject runs
 in child processes of its own (dlbridge.testing.check), all at once. Prints
@@ -58,6 +59,9 @@ SUBJECTS = [
     Subject("JAX", "jax", _LIB + "jax_array", _LIB + "jax_from_dlpack"),
     Subject("array-api-strict", "array-api-strict", _LIB + "array_api_strict_array",
             _LIB + "array_api_strict_from_dlpack"),
+    Subject("pyarrow", "pyarrow", _LIB + "pyarrow_array", _LIB + "pyarrow_from_dlpack"),
+    Subject("MLX", "mlx", _LIB + "mlx_array", _LIB + "mlx_from_dlpack"),
+    Subject("TVM FFI", "apache-tvm-ffi", _LIB + "tvm_ffi_tensor", _LIB + "tvm_ffi_from_dlpack"),
     Subject("nanobind", "nanobind", "kit_nanobind:factory", "kit_nanobind:consume"),
     Subject("memoryview", None, _LIB + "memoryview_of", None),
     Subject("array.array", None, _LIB + "array_array", None),

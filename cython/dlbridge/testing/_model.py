@@ -117,11 +117,31 @@ def expected_values(shape: Iterable[int], dtype: str) -> list:
     return list(range(count))
 
 
+# The views a factory may make (``FACTORY(shape, dtype, view=NAME)``): of an
+# array holding 0, 1, 2, ... in C order of the base shape, the view by
+# NumPy's indexing, of the shape the kit passes.
+VIEWS = {"transposed": ((3, 2), ".T"), "strided": ((12,), "[::2]"), "offset": ((8,), "[2:]"),
+         "reversed": ((6,), "[::-1]")}
+
+
+def view_values(view: str, dtype: str) -> tuple[tuple[int, ...], list]:
+    """(shape, values in C order) of the view named `view` (VIEWS)."""
+    base, _ = VIEWS[view]
+    values = expected_values(base, dtype)
+    if view == "transposed":
+        rows, columns = base
+        return (columns, rows), [values[r * columns + c] for c in range(columns) for r in range(rows)]
+    picked = {"strided": values[::2], "offset": values[2:], "reversed": values[::-1]}[view]
+    return (len(picked),), picked
+
+
 class Producer:
     """The library under test as a producer: its FACTORY, called as
     ``FACTORY(shape, dtype, *, read_only=False)`` and, in the GPU tier, with
-    ``device="cuda"`` too. A factory declines a case by raising
-    NotImplementedError, which makes the clause not applicable."""
+    ``device="cuda"`` too; for a view (VIEWS), with ``view=NAME``. A factory
+    declines a case by raising NotImplementedError, which makes the clause
+    not applicable; one that takes no ``device`` or ``view`` keyword (its
+    TypeError names it) declines every case that needs it."""
 
     side = "producer"
 
@@ -129,18 +149,20 @@ class Producer:
         self.factory, self.name = factory, name
 
     def make(self, shape: tuple[int, ...] = (2, 3), dtype: str = "float32", *, read_only: bool = False,
-             device: str | None = None) -> Any:
-        case = f"{dtype}{list(shape)}{' read-only' if read_only else ''}{' on ' + device if device else ''}"
+             device: str | None = None, view: str | None = None) -> Any:
+        case = (f"{dtype}{list(shape)}{' read-only' if read_only else ''}{' on ' + device if device else ''}"
+                f"{f' as the {view} view' if view else ''}")
         keywords: dict[str, Any] = {"read_only": read_only}
-        if device is not None:
-            keywords["device"] = device
+        optional = {"device": device, "view": view}
+        keywords.update((name, value) for name, value in optional.items() if value is not None)
         try:
             return self.factory(tuple(shape), dtype, **keywords)
         except NotImplementedError as error:
             raise NotApplicable(f"the factory declines {case}" + (f": {error}" if str(error) else "")) from None
         except TypeError as error:
-            if device is not None and "device" in str(error):
-                raise NotApplicable(f"the factory takes no device keyword ({describe(error)})") from None
+            for name in keywords.keys() & optional.keys():
+                if name in str(error):
+                    raise NotApplicable(f"the factory takes no {name} keyword ({describe(error)})") from None
             raise
 
 

@@ -22,8 +22,8 @@ from typing import Any, Callable
 from dlbridge.testing._abi import (DELETER, DTYPES, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
                                    Consumed, DLManagedTensor, DLManagedTensorVersioned, _api, capsule_has_destructor,
                                    capsule_name, dtype_name)
-from dlbridge.testing._model import (Failed, NotApplicable, Producer, Warned, clause, describe, expected_values,
-                                     is_deprecation)
+from dlbridge.testing._model import (VIEWS, Failed, NotApplicable, Producer, Warned, clause, describe,
+                                     expected_values, is_deprecation, view_values)
 
 PYTHON_SPEC = "DLPack Python specification"
 ARRAY_API = "array API standard"
@@ -43,9 +43,11 @@ CPU = (1, 0)
 VPI = (9, 0)  # the Verilog simulator's buffers: a device no array library exports to
 CUDA = (2, 0)
 
-# Arrays the struct clauses ask factories for: several dtypes and ranks, a 0-d one among them.
+# Arrays the struct clauses ask factories for: several dtypes and ranks, a 0-d
+# one among them, and 1-D floats and bools for libraries of 1-D arrays.
 CASES = (((2, 3), "float32"), ((), "float64"), ((6,), "int32"), ((2, 1, 3), "int64"), ((4,), "uint8"),
-         ((2, 2), "bool"), ((3,), "complex64"), ((5,), "int8"), ((3,), "float16"), ((2,), "uint64"))
+         ((2, 2), "bool"), ((3,), "complex64"), ((5,), "int8"), ((3,), "float16"), ((2,), "uint64"),
+         ((4,), "float32"), ((3,), "float64"), ((3,), "bool"))
 EMPTY_CASES = (((0,), "float32"), ((2, 0), "int32"))
 
 SIGNATURE = ("__dlpack__(self: array, /, *, stream: Optional[Union[int, Any]] = None, max_version: "
@@ -140,11 +142,11 @@ def _released(*tensors: Tensor | None) -> None:
             tensor.release()
 
 
-def _array(producer: Producer, shape=None, dtype="float32", *, read_only=False):
+def _array(producer: Producer, shape=None, dtype="float32", *, read_only=False, view=None):
     """An array of the factory (of `shape` and `dtype`, or any small one)
     that has a __dlpack__ to call."""
     x = producer.make_any(read_only=read_only)[2] if shape is None else producer.make(shape, dtype,
-                                                                                     read_only=read_only)
+                                                                                     read_only=read_only, view=view)
     if not callable(getattr(x, "__dlpack__", None)):
         raise NotApplicable(f"{type(x).__qualname__} has no __dlpack__ (see producer.methods)")
     return x
@@ -695,9 +697,11 @@ def copy_false(producer: Producer) -> str:
         _released(own)
 
 
-def _exports(producer: Producer, cases) -> list[tuple[tuple[int, ...], str, Tensor]]:
+def _exports(producer: Producer, cases, *, refusable: bool = True) -> list[tuple[tuple[int, ...], str, Tensor]]:
     """(shape, dtype, tensor) of each case the factory makes, exported as a
-    DLPack 1.3 consumer asks for it; the caller releases the tensors."""
+    DLPack 1.3 consumer asks for it; the caller releases the tensors. A case
+    refused with BufferError, DLPack's refusal of what it cannot carry, is
+    left out where `refusable`, as a declined one is."""
     _array(producer)  # N/A without __dlpack__
     found, declined = [], []
     for shape, dtype in cases:
@@ -706,7 +710,14 @@ def _exports(producer: Producer, cases) -> list[tuple[tuple[int, ...], str, Tens
         except NotApplicable as reason:
             declined.append(str(reason))
             continue
-        found.append((shape, dtype, export(x)))
+        tensor, error, call = _outcome(x)
+        if isinstance(error, BufferError) and refusable:
+            declined.append(f"{dtype}{list(shape)}: {call} raised {describe(error)}")
+            continue
+        if error is not None:
+            _released(*(t for _, _, t in found))
+            raise Failed(f"{dtype}{list(shape)}: {call} raised {describe(error)}")
+        found.append((shape, dtype, tensor))
     if not found:
         raise NotApplicable("; ".join(declined))
     return found
@@ -788,7 +799,7 @@ def struct_strides(producer: Producer) -> str:
         source=PYTHON_SPEC,
         cites="If the array is of size zero, the data pointer in DLTensor should be set to either NULL or 0.")
 def struct_size_zero(producer: Producer) -> str:
-    exports = _exports(producer, EMPTY_CASES)
+    exports = _exports(producer, EMPTY_CASES, refusable=False)  # an empty array of any dtype exports
     seen = []
     try:
         for shape, dtype, tensor in exports:
@@ -798,6 +809,76 @@ def struct_size_zero(producer: Producer) -> str:
             seen.append(f"{dtype}{list(shape)}: {'NULL data' if not tensor.tensor.data else 'non-NULL data'}")
     finally:
         _released(*(tensor for _, _, tensor in exports))
+    return "; ".join(seen)
+
+
+@clause("producer.struct.views", title="a view (transposed, strided, offset, reversed) exports its own shape, strides "
+                                       "and first element: the values read are the view's",
+        source=HEADER,
+        cites="strides of the tensor (in number of elements, not bytes) ... The offset in bytes to the beginning "
+              "pointer to data")
+def struct_views(producer: Producer) -> str:
+    _array(producer)  # N/A without __dlpack__
+    seen, read = [], False
+    for view in VIEWS:
+        shape, expected = view_values(view, "float32")
+        try:
+            x = _array(producer, shape, "float32", view=view)
+        except NotApplicable as reason:
+            seen.append(str(reason))
+            continue
+        tensor = export(x)
+        try:
+            problem = _layout_problem(tensor)
+            what = f"the {view} view ({VIEWS[view][1]} of float32{list(VIEWS[view][0])}): {tensor.call}"
+            if problem or tensor.shape != shape or tensor.dtype != DTYPES["float32"][0]:
+                raise Failed(f"{what} returned {problem or f'shape {tensor.shape}, dtype {tensor.dtype}'}, not "
+                             f"shape {shape}, float32")
+            if tensor.device[0] not in HOST_MEMORY:
+                seen.append(f"{what} is on {_device_name(tensor.device)}: the GPU tier's")
+                continue
+            values = tensor.read("float32")
+            if values != expected:
+                raise Failed(f"{what} (byte_offset {tensor.tensor.byte_offset}, strides {tensor.strides}) reads "
+                             f"{values}, not {expected}")
+            seen.append(f"{view}: strides {tensor.strides}, byte_offset {tensor.tensor.byte_offset}, values right")
+            read = True
+        finally:
+            _released(tensor)
+    if not read:
+        raise NotApplicable("; ".join(seen))
+    return "; ".join(seen)
+
+
+@clause("producer.unexportable", title="an array DLPack cannot carry (FACTORY(shape, \"unexportable\")) is refused "
+                                       "with BufferError",
+        source=ARRAY_API,
+        cites="BufferError - Implementations should raise BufferError when the data cannot be exported as DLPack "
+              "(e.g., incompatible dtype, strides, or device).")
+def unexportable(producer: Producer) -> str:
+    _array(producer)  # N/A without __dlpack__
+    try:
+        x = _array(producer, (3,), "unexportable")
+    except NotApplicable:
+        raise
+    except Exception as error:  # a factory written before this dtype name: it offers none
+        raise NotApplicable(f"the factory offers no unexportable array: FACTORY((3,), 'unexportable') raised "
+                            f"{describe(error)}") from None
+    seen = []
+    for keywords in ({"max_version": WANTED}, {}):
+        call = _call(**keywords)
+        try:
+            capsule = x.__dlpack__(**keywords)
+        except BufferError as error:
+            seen.append(f"{call} raised {describe(error)}")
+            continue
+        except Exception as error:  # a TypeError is a consumer's cue to ask again without the keywords
+            raise Failed(f"{type(x).__qualname__} the factory made as unexportable: {call} raised {describe(error)}"
+                         f", not BufferError") from None
+        tensor = _consume(capsule, call)
+        found = f"shape {tensor.shape}, dtype (code, bits, lanes) {tensor.dtype}"
+        _released(tensor)
+        raise Failed(f"{type(x).__qualname__} the factory made as unexportable: {call} returned a tensor, {found}")
     return "; ".join(seen)
 
 

@@ -1,6 +1,7 @@
 """The kit's factories and consumer functions for the libraries it is run
 against (docs/compatibility.md): dlbridge itself, Python's own buffer
-exporters, NumPy, PyTorch, JAX and array-api-strict. Each library is
+exporters, NumPy, PyTorch, JAX, array-api-strict, pyarrow, MLX and Apache
+TVM FFI. Each library is
 imported only when its callable is first called, so this module imports
 with none of them installed; they are also worked examples of the
 protocol (docs/check-your-library.md).
@@ -38,10 +39,31 @@ def _no_device(device: str | None) -> None:
         raise NotImplementedError(f"host memory only, not {device}")
 
 
+def _base_shape(shape: tuple[int, ...], view: str | None) -> tuple[int, ...]:
+    """The shape of the array a view (dlbridge.testing._model.VIEWS) is taken of."""
+    from dlbridge.testing._model import VIEWS
+    return shape if view is None else VIEWS[view][0]
+
+
+def _viewed(made: Any, view: str | None) -> Any:
+    """`made` indexed as the view names, with the library's own indexing."""
+    if view is None:
+        return made
+    if view == "transposed":
+        return made.T
+    return made[{"strided": slice(None, None, 2), "offset": slice(2, None), "reversed": slice(None, None, -1)}[view]]
+
+
 # -- dlbridge --------------------------------------------------------------------
 
-def dlbridge_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+def dlbridge_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None,
+                   view: str | None = None):
     import dlbridge
+    if dtype == "unexportable":
+        raise NotImplementedError("dlbridge holds nothing DLPack cannot carry")
+    if view is not None:
+        base = _base_shape(shape, view)
+        return _viewed(dlbridge.asarray(_nested(_values(base, dtype), base), dtype=dtype), view)
     if math.prod(shape) == 0:
         made = dlbridge.empty(shape, dtype=dtype)
     else:
@@ -95,10 +117,14 @@ def bytes_of(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, dev
 
 # -- NumPy -------------------------------------------------------------------------
 
-def numpy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+def numpy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None,
+                view: str | None = None):
     import numpy as np
     _no_device(device)
-    made = np.arange(math.prod(shape)).astype(dtype).reshape(shape)
+    if dtype == "unexportable":
+        return np.array(["a", "b", "c"])  # DLPack has no strings
+    base = _base_shape(shape, view)
+    made = _viewed(np.arange(math.prod(base)).astype(dtype).reshape(base), view)
     made.flags.writeable = not read_only
     return made
 
@@ -110,13 +136,17 @@ def numpy_from_dlpack(producer: Any, *, copy: bool | None = None):
 
 # -- PyTorch -------------------------------------------------------------------------
 
-def torch_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+def torch_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None,
+                 view: str | None = None):
     torch = _torch()
     if read_only:
         raise NotImplementedError("PyTorch has no read-only tensors")
     if device is not None and not torch.cuda.is_available():
         raise NotImplementedError(f"torch {torch.__version__} has no usable {device} device")
-    made = torch.arange(math.prod(shape)).to(getattr(torch, dtype)).reshape(shape)
+    if view == "reversed":
+        raise NotImplementedError("PyTorch has no negative steps (flip copies)")
+    base = _base_shape(shape, view)
+    made = _viewed(torch.arange(math.prod(base)).to(getattr(torch, dtype)).reshape(base), view)
     return made if device is None else made.to(device)
 
 
@@ -127,7 +157,8 @@ def torch_from_dlpack(producer: Any, *, copy: bool | None = None):
 
 # -- JAX ---------------------------------------------------------------------------------
 
-def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None,
+              view: str | None = None):
     # JAX arrays are immutable: its usual array is a read-only one too.
     import jax
     import jax.numpy as jnp
@@ -136,7 +167,8 @@ def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, de
     if jax.dtypes.canonicalize_dtype(dtype) != jnp.dtype(dtype):  # 64 bits without jax_enable_x64: astype gives 32
         raise NotImplementedError(f"JAX makes no {dtype} arrays without jax_enable_x64")
     placed = jax.devices("cpu" if device is None else "gpu")[0]
-    return jax.device_put(jnp.arange(math.prod(shape)).astype(dtype).reshape(shape), placed)
+    base = _base_shape(shape, view)  # JAX's indexing copies: the view arrives compact
+    return jax.device_put(_viewed(jnp.arange(math.prod(base)).astype(dtype).reshape(base), view), placed)
 
 
 def jax_from_dlpack(producer: Any, *, copy: bool | None = None):
@@ -147,19 +179,90 @@ def jax_from_dlpack(producer: Any, *, copy: bool | None = None):
 # -- array-api-strict ------------------------------------------------------------------------
 
 def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False,
-                           device: str | None = None):
+                           device: str | None = None, view: str | None = None):
     import array_api_strict as xp
     _no_device(device)
     if read_only:
         raise NotImplementedError("array-api-strict makes no read-only arrays")
     if not hasattr(xp, dtype):
         raise NotImplementedError(f"array-api-strict has no {dtype}")
-    return xp.reshape(xp.astype(xp.arange(math.prod(shape)), getattr(xp, dtype)), shape)
+    if view == "reversed":
+        raise NotImplementedError("the array API has no negative steps")
+    base = _base_shape(shape, view)
+    return _viewed(xp.reshape(xp.astype(xp.arange(math.prod(base)), getattr(xp, dtype)), base), view)
 
 
 def array_api_strict_from_dlpack(producer: Any, *, copy: bool | None = None):
     import array_api_strict as xp
     return xp.from_dlpack(producer, copy=copy)
+
+
+# -- pyarrow -------------------------------------------------------------------------------
+
+def pyarrow_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None,
+                  view: str | None = None):
+    # pyarrow's arrays are 1-D and immutable: its usual array is a read-only one too.
+    import numpy as np
+    import pyarrow as pa
+    _no_device(device)
+    if dtype == "unexportable":
+        return pa.array(["a", "b", "c"])  # DLPack has no strings
+    if len(shape) != 1:
+        raise NotImplementedError("pyarrow's arrays are 1-D")
+    if dtype == "bool" or dtype.startswith("complex"):
+        raise NotImplementedError(f"pyarrow has no {dtype} DLPack can carry" if dtype == "bool"
+                                  else f"pyarrow has no {dtype}")
+    if view not in (None, "offset"):
+        raise NotImplementedError("a pyarrow array is a slice of a buffer: an offset, no step")
+    base = _base_shape(shape, view)
+    made = pa.array(np.arange(math.prod(base)).astype(dtype))
+    return made if view is None else made.slice(2)
+
+
+def pyarrow_from_dlpack(producer: Any, *, copy: bool | None = None):
+    import pyarrow as pa
+    return pa.Array.from_dlpack(producer, copy=copy)
+
+
+pyarrow_from_dlpack.dlpack_ndims = (1,)  # type: ignore[attr-defined]
+
+
+# -- MLX (its CPU build) ------------------------------------------------------------------------
+
+def mlx_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None,
+              view: str | None = None):
+    import mlx.core as mx
+    import numpy as np
+    _no_device(device)
+    if read_only:
+        raise NotImplementedError("MLX makes no read-only arrays")
+    if not hasattr(mx, dtype):
+        raise NotImplementedError(f"MLX has no {dtype}")
+    base = _base_shape(shape, view)
+    # dtype named: MLX would take NumPy's float64 as float32
+    return _viewed(mx.array(np.arange(math.prod(base)).astype(dtype).reshape(base), dtype=getattr(mx, dtype)), view)
+
+
+def mlx_from_dlpack(producer: Any, *, copy: bool | None = None):
+    import mlx.core as mx
+    return mx.from_dlpack(producer, copy=copy)
+
+
+# -- Apache TVM FFI -------------------------------------------------------------------------------
+
+def tvm_ffi_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
+    # A tvm_ffi.Tensor is made from another library's array: NumPy's, imported without a copy.
+    import numpy as np
+    import tvm_ffi
+    _no_device(device)
+    if read_only:
+        raise NotImplementedError("TVM FFI's tensors have no read-only flag")
+    return tvm_ffi.from_dlpack(np.arange(math.prod(shape)).astype(dtype).reshape(shape))
+
+
+def tvm_ffi_from_dlpack(producer: Any):
+    import tvm_ffi
+    return tvm_ffi.from_dlpack(producer)
 
 
 # -- CuPy, and consumers of the CUDA array interface (the GPU tier) ---------------------------

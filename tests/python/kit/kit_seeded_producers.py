@@ -18,7 +18,7 @@ from ctypes import CFUNCTYPE, PYFUNCTYPE, c_char_p, c_void_p, py_object
 from dlbridge.testing._abi import (DELETER, DTYPES, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
                                    DLManagedTensor, DLManagedTensorVersioned, ManagedTensor, _static_name,
                                    c_order_strides)
-from dlbridge.testing._model import expected_values
+from dlbridge.testing._model import VIEWS, expected_values
 
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
@@ -67,30 +67,43 @@ _deleter = DELETER(_delete)
 _leaky_deleter = DELETER(lambda address: None)  # keeps the array
 
 
+# The kit's views (dlbridge.testing._model.VIEWS) of a C-order base: (element
+# strides, first element) of each.
+_VIEW_LAYOUTS = {"transposed": ((1, 2), 0), "strided": ((2,), 0), "offset": ((1,), 2), "reversed": ((-1,), 5)}
+
+
 class SeededArray:
     """A correct producer: versioned 1.3 capsules with READ_ONLY and
     IS_COPIED truthful, strides always, NULL data when empty, byte_offset 0;
     legacy capsules for max_version None or (0, x), refused (BufferError)
     for read-only data; BufferError for a stream or another device. Each
-    tensor holds the array until its deleter runs."""
+    tensor holds the array until its deleter runs. A view (`view`) lies in
+    the memory of its base, with the view's strides and first element."""
 
     destructor = _checking_destructor
     deleter = _deleter
     holds_the_array = True
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, *, read_only: bool = False) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: str, *, read_only: bool = False, view: str | None = None):
         if dtype not in _CTYPES:
             raise NotImplementedError(f"no ctypes type for {dtype}")
-        self.shape, self.dtype, self.read_only = tuple(shape), dtype, read_only
+        self.shape, self.dtype, self.read_only, self.view = tuple(shape), dtype, read_only, view
         self.storage = self._storage()
 
     def _storage(self):
-        """The elements, in a ctypes array of their type."""
-        values = expected_values(self.shape, self.dtype)
+        """The elements (of the view's base), in a ctypes array of their type."""
+        values = expected_values(self.shape if self.view is None else VIEWS[self.view][0], self.dtype)
         return (_CTYPES[self.dtype] * max(len(values), 1))(*values)
 
+    def _layout(self) -> tuple[tuple[int, ...] | None, int]:
+        """(element strides, first element) of the array in its storage."""
+        if self.view is not None:
+            return _VIEW_LAYOUTS[self.view]
+        return (c_order_strides(self.shape) if self.shape else None), 0
+
     def _data(self, storage) -> int | None:
-        return ctypes.addressof(storage) if math.prod(self.shape) else None
+        first = self._layout()[1] * ctypes.sizeof(_CTYPES[self.dtype])
+        return ctypes.addressof(storage) + first if math.prod(self.shape) else None
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0)
@@ -115,15 +128,29 @@ class SeededArray:
 
     def _managed(self, storage, versioned: bool, *, copied: bool) -> ManagedTensor:
         flags = (FLAG_READ_ONLY if self.read_only and not copied else 0) | (FLAG_IS_COPIED if copied else 0)
-        managed = ManagedTensor((), shape=self.shape, strides=c_order_strides(self.shape) if self.shape else None,
+        managed = ManagedTensor((), shape=self.shape, strides=self._layout()[0],
                                 dtype=DTYPES[self.dtype][0], ctype=_CTYPES[self.dtype], data=self._data(storage),
                                 flags=flags, version=(1, 3), versioned=versioned)
         managed.struct.deleter = ctypes.cast(self.deleter, c_void_p).value
         return managed
 
 
-def correct(shape, dtype, *, read_only=False):
-    return SeededArray(shape, dtype, read_only=read_only)
+class _Unexportable:
+    """What a library has that DLPack cannot carry (strings): refused, with BufferError."""
+
+    error = BufferError
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, **keywords):
+        raise self.error("DLPack has no strings")
+
+
+def correct(shape, dtype, *, read_only=False, view=None):
+    if dtype == "unexportable":
+        return _Unexportable()
+    return SeededArray(shape, dtype, read_only=read_only, view=view)
 
 
 # -- one bug each ------------------------------------------------------------------------------------
@@ -149,8 +176,8 @@ class _SaysCuda(SeededArray):
         return (2, 0)  # the data is host memory, and the capsule says (1, 0)
 
 
-def gpu_label_on_host_memory(shape, dtype, *, read_only=False):
-    return _SaysCuda(shape, dtype, read_only=read_only)
+def gpu_label_on_host_memory(shape, dtype, *, read_only=False, view=None):
+    return _SaysCuda(shape, dtype, read_only=read_only, view=view)
 
 
 class _Deprecated(SeededArray):
@@ -159,8 +186,8 @@ class _Deprecated(SeededArray):
         return super().__dlpack__(**keywords)
 
 
-def deprecated_dlpack(shape, dtype, *, read_only=False):
-    return _Deprecated(shape, dtype, read_only=read_only)
+def deprecated_dlpack(shape, dtype, *, read_only=False, view=None):
+    return _Deprecated(shape, dtype, read_only=read_only, view=view)
 
 
 class _OffsetTwice(SeededArray):
@@ -184,7 +211,7 @@ class _OffsetTwice(SeededArray):
         return managed
 
 
-def byte_offset_counted_twice(shape, dtype, *, read_only=False):
+def byte_offset_counted_twice(shape, dtype, *, read_only=False):  # no views: they would show the bug too
     return _OffsetTwice(shape, dtype, read_only=read_only)
 
 
@@ -195,8 +222,8 @@ class _ValueErrorDevice(SeededArray):
         return super().__dlpack__(dl_device=dl_device, **keywords)
 
 
-def value_error_for_device(shape, dtype, *, read_only=False):
-    return _ValueErrorDevice(shape, dtype, read_only=read_only)
+def value_error_for_device(shape, dtype, *, read_only=False, view=None):
+    return _ValueErrorDevice(shape, dtype, read_only=read_only, view=view)
 
 
 class _ReadOnlyUnflagged(SeededArray):
@@ -207,8 +234,8 @@ class _ReadOnlyUnflagged(SeededArray):
         return managed
 
 
-def read_only_unflagged(shape, dtype, *, read_only=False):
-    return _ReadOnlyUnflagged(shape, dtype, read_only=read_only)
+def read_only_unflagged(shape, dtype, *, read_only=False, view=None):
+    return _ReadOnlyUnflagged(shape, dtype, read_only=read_only, view=view)
 
 
 class _AlwaysCopied(SeededArray):
@@ -219,8 +246,8 @@ class _AlwaysCopied(SeededArray):
         return managed
 
 
-def is_copied_without_copy(shape, dtype, *, read_only=False):
-    return _AlwaysCopied(shape, dtype, read_only=read_only)
+def is_copied_without_copy(shape, dtype, *, read_only=False, view=None):
+    return _AlwaysCopied(shape, dtype, read_only=read_only, view=view)
 
 
 class _NullStrides(SeededArray):
@@ -230,7 +257,7 @@ class _NullStrides(SeededArray):
         return managed
 
 
-def null_strides_in_1_3(shape, dtype, *, read_only=False):
+def null_strides_in_1_3(shape, dtype, *, read_only=False):  # no views: they would show the bug too
     return _NullStrides(shape, dtype, read_only=read_only)
 
 
@@ -238,8 +265,8 @@ class _DeleterTwice(SeededArray):
     destructor = _careless_destructor  # calls the deleter of a used_ capsule too
 
 
-def deleter_twice(shape, dtype, *, read_only=False):
-    return _DeleterTwice(shape, dtype, read_only=read_only)
+def deleter_twice(shape, dtype, *, read_only=False, view=None):
+    return _DeleterTwice(shape, dtype, read_only=read_only, view=view)
 
 
 # Without the GIL, PyErr_Occurred reads a NULL thread state: a crash.
@@ -255,8 +282,8 @@ class _DeleterNeedsGil(SeededArray):
         return managed
 
 
-def deleter_needs_gil(shape, dtype, *, read_only=False):
-    return _DeleterNeedsGil(shape, dtype, read_only=read_only)
+def deleter_needs_gil(shape, dtype, *, read_only=False, view=None):
+    return _DeleterNeedsGil(shape, dtype, read_only=read_only, view=view)
 
 
 # -- one bug each, beyond the classes seen in the field: every clause can fail ---------------------------------
@@ -270,8 +297,8 @@ class _LegacyOnly(SeededArray):
         return super().__dlpack__(stream=stream)
 
 
-def legacy_only(shape, dtype, *, read_only=False):
-    return _LegacyOnly(shape, dtype, read_only=read_only)
+def legacy_only(shape, dtype, *, read_only=False, view=None):
+    return _LegacyOnly(shape, dtype, read_only=read_only, view=view)
 
 
 class _SwallowsKeywords(SeededArray):
@@ -279,8 +306,8 @@ class _SwallowsKeywords(SeededArray):
         return super().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
 
-def swallows_unknown_keywords(shape, dtype, *, read_only=False):
-    return _SwallowsKeywords(shape, dtype, read_only=read_only)
+def swallows_unknown_keywords(shape, dtype, *, read_only=False, view=None):
+    return _SwallowsKeywords(shape, dtype, read_only=read_only, view=view)
 
 
 class _VersionedForNone(SeededArray):
@@ -288,8 +315,8 @@ class _VersionedForNone(SeededArray):
         return super().__dlpack__(max_version=(1, 3) if max_version is None else max_version, **keywords)
 
 
-def versioned_without_max_version(shape, dtype, *, read_only=False):
-    return _VersionedForNone(shape, dtype, read_only=read_only)
+def versioned_without_max_version(shape, dtype, *, read_only=False, view=None):
+    return _VersionedForNone(shape, dtype, read_only=read_only, view=view)
 
 
 class _VersionedForOld(SeededArray):
@@ -298,8 +325,8 @@ class _VersionedForOld(SeededArray):
         return super().__dlpack__(max_version=(1, 3) if old else max_version, **keywords)
 
 
-def versioned_for_0_x(shape, dtype, *, read_only=False):
-    return _VersionedForOld(shape, dtype, read_only=read_only)
+def versioned_for_0_x(shape, dtype, *, read_only=False, view=None):
+    return _VersionedForOld(shape, dtype, read_only=read_only, view=view)
 
 
 class _RefusesOldMinor(SeededArray):
@@ -309,8 +336,8 @@ class _RefusesOldMinor(SeededArray):
         return super().__dlpack__(max_version=max_version, **keywords)
 
 
-def refuses_1_0(shape, dtype, *, read_only=False):
-    return _RefusesOldMinor(shape, dtype, read_only=read_only)
+def refuses_1_0(shape, dtype, *, read_only=False, view=None):
+    return _RefusesOldMinor(shape, dtype, read_only=read_only, view=view)
 
 
 class _RefusesUnknownMinor(SeededArray):
@@ -320,8 +347,8 @@ class _RefusesUnknownMinor(SeededArray):
         return super().__dlpack__(max_version=max_version, **keywords)
 
 
-def refuses_1_99(shape, dtype, *, read_only=False):
-    return _RefusesUnknownMinor(shape, dtype, read_only=read_only)
+def refuses_1_99(shape, dtype, *, read_only=False, view=None):
+    return _RefusesUnknownMinor(shape, dtype, read_only=read_only, view=view)
 
 
 class _RefusesNewMajor(SeededArray):
@@ -331,8 +358,8 @@ class _RefusesNewMajor(SeededArray):
         return super().__dlpack__(max_version=max_version, **keywords)
 
 
-def refuses_2_0(shape, dtype, *, read_only=False):
-    return _RefusesNewMajor(shape, dtype, read_only=read_only)
+def refuses_2_0(shape, dtype, *, read_only=False, view=None):
+    return _RefusesNewMajor(shape, dtype, read_only=read_only, view=view)
 
 
 class _Version2(SeededArray):
@@ -343,8 +370,8 @@ class _Version2(SeededArray):
         return managed
 
 
-def version_2_for_1_3(shape, dtype, *, read_only=False):
-    return _Version2(shape, dtype, read_only=read_only)
+def version_2_for_1_3(shape, dtype, *, read_only=False, view=None):
+    return _Version2(shape, dtype, read_only=read_only, view=view)
 
 
 class _CopyTrueShares(SeededArray):
@@ -352,8 +379,8 @@ class _CopyTrueShares(SeededArray):
         return super()._capsule(versioned, copied=False)
 
 
-def copy_true_shares(shape, dtype, *, read_only=False):
-    return _CopyTrueShares(shape, dtype, read_only=read_only)
+def copy_true_shares(shape, dtype, *, read_only=False, view=None):
+    return _CopyTrueShares(shape, dtype, read_only=read_only, view=view)
 
 
 class _CopyFalseCopies(SeededArray):
@@ -361,8 +388,8 @@ class _CopyFalseCopies(SeededArray):
         return super().__dlpack__(copy=True if copy is False else copy, **keywords)
 
 
-def copy_false_copies(shape, dtype, *, read_only=False):
-    return _CopyFalseCopies(shape, dtype, read_only=read_only)
+def copy_false_copies(shape, dtype, *, read_only=False, view=None):
+    return _CopyFalseCopies(shape, dtype, read_only=read_only, view=view)
 
 
 class _RefusesCpuTarget(SeededArray):
@@ -372,8 +399,8 @@ class _RefusesCpuTarget(SeededArray):
         return super().__dlpack__(**keywords)
 
 
-def refuses_dl_device_cpu(shape, dtype, *, read_only=False):
-    return _RefusesCpuTarget(shape, dtype, read_only=read_only)
+def refuses_dl_device_cpu(shape, dtype, *, read_only=False, view=None):
+    return _RefusesCpuTarget(shape, dtype, read_only=read_only, view=view)
 
 
 class _DeviceId1(SeededArray):
@@ -386,8 +413,8 @@ class _DeviceId1(SeededArray):
         return managed
 
 
-def cpu_device_id_1(shape, dtype, *, read_only=False):
-    return _DeviceId1(shape, dtype, read_only=read_only)
+def cpu_device_id_1(shape, dtype, *, read_only=False, view=None):
+    return _DeviceId1(shape, dtype, read_only=read_only, view=view)
 
 
 class _BoolAsUint8(SeededArray):
@@ -398,8 +425,8 @@ class _BoolAsUint8(SeededArray):
         return managed
 
 
-def bool_as_uint8(shape, dtype, *, read_only=False):
-    return _BoolAsUint8(shape, dtype, read_only=read_only)
+def bool_as_uint8(shape, dtype, *, read_only=False, view=None):
+    return _BoolAsUint8(shape, dtype, read_only=read_only, view=view)
 
 
 class _PaddedFlag(SeededArray):
@@ -410,8 +437,8 @@ class _PaddedFlag(SeededArray):
         return managed
 
 
-def padded_flag_on_whole_bytes(shape, dtype, *, read_only=False):
-    return _PaddedFlag(shape, dtype, read_only=read_only)
+def padded_flag_on_whole_bytes(shape, dtype, *, read_only=False, view=None):
+    return _PaddedFlag(shape, dtype, read_only=read_only, view=view)
 
 
 class _RefusesEmpty(SeededArray):
@@ -421,24 +448,24 @@ class _RefusesEmpty(SeededArray):
         return super().__dlpack__(**keywords)
 
 
-def refuses_empty(shape, dtype, *, read_only=False):
-    return _RefusesEmpty(shape, dtype, read_only=read_only)
+def refuses_empty(shape, dtype, *, read_only=False, view=None):
+    return _RefusesEmpty(shape, dtype, read_only=read_only, view=view)
 
 
 class _Forgetful(SeededArray):
     destructor = _forgetful_destructor  # never calls the deleter: a capsule dropped unconsumed leaks
 
 
-def destructor_never_deletes(shape, dtype, *, read_only=False):
-    return _Forgetful(shape, dtype, read_only=read_only)
+def destructor_never_deletes(shape, dtype, *, read_only=False, view=None):
+    return _Forgetful(shape, dtype, read_only=read_only, view=view)
 
 
 class _LeakyDeleter(SeededArray):
     deleter = _leaky_deleter  # keeps its reference to the array
 
 
-def deleter_keeps_the_array(shape, dtype, *, read_only=False):
-    return _LeakyDeleter(shape, dtype, read_only=read_only)
+def deleter_keeps_the_array(shape, dtype, *, read_only=False, view=None):
+    return _LeakyDeleter(shape, dtype, read_only=read_only, view=view)
 
 
 # -- no bug: what the specification leaves free ------------------------------------------------------
@@ -457,8 +484,8 @@ class _EmptyStrides(SeededArray):
         return managed
 
 
-def zero_strides_when_empty(shape, dtype, *, read_only=False):
-    return _EmptyStrides(shape, dtype, read_only=read_only)
+def zero_strides_when_empty(shape, dtype, *, read_only=False, view=None):
+    return _EmptyStrides(shape, dtype, read_only=read_only, view=view)
 
 
 class _ValueErrorOnCopyFalse(SeededArray):
@@ -479,8 +506,8 @@ class _ValueErrorOnCopyFalse(SeededArray):
         return super().__dlpack__(dl_device=dl_device, copy=copy, **keywords)
 
 
-def value_error_on_copy_false(shape, dtype, *, read_only=False):
-    return _ValueErrorOnCopyFalse(shape, dtype, read_only=read_only)
+def value_error_on_copy_false(shape, dtype, *, read_only=False, view=None):
+    return _ValueErrorOnCopyFalse(shape, dtype, read_only=read_only, view=view)
 
 
 # -- one bug each, found by hand on real libraries (issue 35) ------------------------------------------------
@@ -490,8 +517,8 @@ class _NoDestructor(SeededArray):
     destructor = None  # a capsule dropped unconsumed never calls the deleter
 
 
-def capsule_without_destructor(shape, dtype, *, read_only=False):
-    return _NoDestructor(shape, dtype, read_only=read_only)
+def capsule_without_destructor(shape, dtype, *, read_only=False, view=None):
+    return _NoDestructor(shape, dtype, read_only=read_only, view=view)
 
 
 class _ReadOnlyAsLegacy(SeededArray):
@@ -504,8 +531,8 @@ class _ReadOnlyAsLegacy(SeededArray):
         return super().__dlpack__(max_version=max_version, copy=copy, **keywords)
 
 
-def read_only_as_legacy(shape, dtype, *, read_only=False):
-    return _ReadOnlyAsLegacy(shape, dtype, read_only=read_only)
+def read_only_as_legacy(shape, dtype, *, read_only=False, view=None):
+    return _ReadOnlyAsLegacy(shape, dtype, read_only=read_only, view=view)
 
 
 class _CopyAsLegacy(SeededArray):
@@ -517,8 +544,8 @@ class _CopyAsLegacy(SeededArray):
         return super().__dlpack__(copy=copy, **keywords)
 
 
-def copy_as_legacy(shape, dtype, *, read_only=False):
-    return _CopyAsLegacy(shape, dtype, read_only=read_only)
+def copy_as_legacy(shape, dtype, *, read_only=False, view=None):
+    return _CopyAsLegacy(shape, dtype, read_only=read_only, view=view)
 
 
 class _CudaOnHostMemory(SeededArray):
@@ -537,5 +564,26 @@ class _CudaOnHostMemory(SeededArray):
         return managed
 
 
-def cuda_label_on_host_memory(shape, dtype, *, read_only=False):
-    return _CudaOnHostMemory(shape, dtype, read_only=read_only)
+def cuda_label_on_host_memory(shape, dtype, *, read_only=False, view=None):
+    return _CudaOnHostMemory(shape, dtype, read_only=read_only, view=view)
+
+
+class _ViewAsCOrder(SeededArray):
+    """The classic export bug: a view exported with C-order strides from its base's start."""
+
+    def _layout(self):
+        return (c_order_strides(self.shape) if self.shape else None), 0
+
+
+def view_as_c_order(shape, dtype, *, read_only=False, view=None):
+    return _ViewAsCOrder(shape, dtype, read_only=read_only, view=view)
+
+
+class _TypeErrorWhenUnexportable(_Unexportable):
+    error = TypeError  # a consumer takes it for "keyword not supported", and asks again
+
+
+def type_error_when_unexportable(shape, dtype, *, read_only=False, view=None):
+    if dtype == "unexportable":
+        return _TypeErrorWhenUnexportable()
+    return SeededArray(shape, dtype, read_only=read_only, view=view)

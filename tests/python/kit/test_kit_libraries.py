@@ -2,7 +2,8 @@
 and the report of it in docs/compatibility.md.
 
 tools/compatibility.py runs the kit, in child processes, on dlbridge, NumPy,
-PyTorch, JAX and array-api-strict (producer and consumer each), on Python's
+PyTorch, JAX, array-api-strict, pyarrow, MLX and Apache TVM FFI (producer
+and consumer each), on Python's
 buffer exporters (producers) and on tests/downstream/nanobind_arrays, an
 extension built here with nanobind alone (its `make` and `consume`, through
 kit_nanobind.py). Each library's verdict on each clause is asserted by the

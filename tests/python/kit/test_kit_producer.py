@@ -27,6 +27,8 @@ SOURCES = {"DLPack Python specification", "dlpack.h", "array API standard"}
 # Where no CUDA driver answers, a CPU label cannot be checked against the memory.
 UNASKED = {} if isinstance(_producer._memory_kind(0), tuple) else {
     "producer.device.memory": (NOT_APPLICABLE, "the kit cannot ask what memory it is")}
+# Where the factory offers no array DLPack cannot carry.
+NONE_UNEXPORTABLE = {"producer.unexportable": (NOT_APPLICABLE, "unexportable")}
 
 
 def verdicts(results) -> dict:
@@ -51,7 +53,7 @@ def test_every_clause_cites_its_source():
 
 
 def test_dlbridge_passes_every_clause():
-    assert_verdicts(verdicts(check_producer(libraries.dlbridge_array, only=MINE)), {})
+    assert_verdicts(verdicts(check_producer(libraries.dlbridge_array, only=MINE)), NONE_UNEXPORTABLE)
 
 
 @pytest.mark.peers_only
@@ -63,7 +65,8 @@ def test_the_seeded_producer_without_a_bug_passes_every_clause():
 def test_any_strides_of_an_empty_array_pass():
     """No clause demands particular strides for an empty array (NumPy 2.4
     changed the ones it exports)."""
-    assert_verdicts(verdicts(check_producer(seeded.zero_strides_when_empty, only=MINE)), {})
+    assert_verdicts(verdicts(check_producer(seeded.zero_strides_when_empty, only=MINE)), {
+        "producer.unexportable": (NOT_APPLICABLE, "the factory declines unexportable[3]")})
 
 
 # (factory in kit_seeded_producers, the clause that must catch it, words of its observation)
@@ -101,6 +104,12 @@ SEEDED = [
     ("refuses_empty", "producer.struct.size-zero", "raised BufferError: an empty array has no data to export"),
     ("destructor_never_deletes", "producer.deleter.unconsumed",
      "the deleter was never called, and the tensor still holds 1 reference(s) to the array (a leak)"),
+    ("view_as_c_order", "producer.struct.views",
+     "the transposed view (.T of float32[3, 2]): __dlpack__(max_version=(1, 3)) (byte_offset 0, strides (3, 1)) reads "
+     "[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], not [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]"),
+    ("type_error_when_unexportable", "producer.unexportable",
+     "_TypeErrorWhenUnexportable the factory made as unexportable: __dlpack__(max_version=(1, 3)) raised TypeError: "
+     "DLPack has no strings, not BufferError"),
     ("deleter_keeps_the_array", "producer.deleter.refcount", "three exports consumed and released: the array's reference count went from"),
     # found by hand on real libraries (issue 35)
     ("capsule_without_destructor", "producer.deleter.unconsumed",
@@ -157,9 +166,11 @@ def test_a_producer_from_before_max_version_is_read_through_the_legacy_call():
     expected["producer.dl-device.unsupported"] = (NOT_APPLICABLE, "(see producer.keywords.dl-device-none)")
     expected["producer.dl-device.copy-false"] = (NOT_APPLICABLE, "and so does copy=None")
     expected["producer.flags.read-only"] = (PASS, "__dlpack__() raised BufferError: read-only data has no legacy")
+    expected["producer.unexportable"] = (NOT_APPLICABLE, "the factory declines unexportable[3]")
     assert_verdicts(found, expected)
     assert found["producer.struct.values"][1] == ("right for float32[2, 3], float64[], int32[6], int64[2, 1, 3], "
-                                                  "uint8[4], bool[2, 2], int8[5], uint64[2]")
+                                                  "uint8[4], bool[2, 2], int8[5], uint64[2], float32[4], float64[3], "
+                                                  "bool[3]")
     assert found["producer.device.consistent"] == (PASS, "both say (1, 0) (kDLCPU)")
 
 
@@ -191,6 +202,7 @@ def test_array_api_strict():
     pytest.importorskip("array_api_strict")
     expected = _numpy_expected()  # its arrays are NumPy's
     expected["producer.flags.read-only"] = (NOT_APPLICABLE, "array-api-strict makes no read-only arrays")
+    expected.update(NONE_UNEXPORTABLE)
     assert_verdicts(verdicts(check_producer(libraries.array_api_strict_array, only=MINE)), expected)
 
 
@@ -200,6 +212,7 @@ def test_torch():
     if torch.cuda.is_available():
         pytest.skip("the verdicts are recorded for torch without CUDA (the CPU wheel tests/requirements.txt installs)")
     assert_verdicts(verdicts(check_producer(libraries.torch_tensor, only=MINE)), {
+        **NONE_UNEXPORTABLE,
         "producer.dl-device.unsupported": (FAIL, "dl_device=(2, 0)) raised NotImplementedError: Could not run "
                                                  "'aten::empty_strided' with arguments from the 'CUDA' backend"),
         "producer.dl-device.copy-false": (NOT_APPLICABLE, "raised ValueError: cannot move (i.e. copy=False) tensor "
@@ -216,6 +229,7 @@ def test_jax():
         pytest.skip("the verdicts are recorded for JAX on the CPU")
     legacy = "__dlpack__(max_version=(1, 3)) returned a legacy \"dltensor\" capsule"
     assert_verdicts(verdicts(check_producer(libraries.jax_array, only=MINE)), {
+        **NONE_UNEXPORTABLE,
         "producer.dl-device.unsupported": (FAIL, "dl_device=(2, 0)) raised RuntimeError: Unknown backend cuda. "
                                                  "Available backends are ['cpu'], not BufferError"),
         "producer.dl-device.copy-false": (NOT_APPLICABLE, "raised RuntimeError: Unknown backend cuda"),
