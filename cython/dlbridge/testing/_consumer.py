@@ -558,6 +558,32 @@ def _asked_max_version(outcome: Outcome) -> bool:
     return any(isinstance(c.get("max_version"), tuple) for c in outcome.calls)
 
 
+class _VersionedOnlyProducer(ZooProducer):
+    """A producer of the transition the array API announces: BufferError for
+    a __dlpack__ call without max_version (or with a major below 1)."""
+
+    def __dlpack__(self, **keywords):
+        asked = keywords.get("max_version")
+        if not (isinstance(asked, tuple) and asked and asked[0] >= 1):
+            self.calls.append(keywords)
+            raise BufferError("this producer exports versioned tensors only: pass max_version=(1, 0) or newer")
+        return super().__dlpack__(**keywords)
+
+
+@clause("consumer.legacy-refused",
+        title="a producer that refuses the legacy call (BufferError without max_version) is imported",
+        source=ARRAY_API,
+        cites="if max_version is None: # Keep and use the DLPack 0.X implementation # Note: from March 2025 "
+              "onwards (but ideally as late as possible), it's okay to raise BufferError here")
+def legacy_refused(consumer: Consumer) -> str:
+    outcome = offer(consumer, BASELINE, _VersionedOnlyProducer)
+    if outcome.result is None and not outcome.declined:
+        raise Warned(f"{_calls(outcome.calls)}: refused ({outcome.error}); the consumer cannot import from a "
+                     "producer that refuses the legacy call, as the array API allows since March 2025")
+    _values(outcome)
+    return f"{_calls(outcome.calls)}: imported, values right"
+
+
 @clause("consumer.legacy-answer",
         title="a legacy capsule answered to max_version is imported (or refused, BufferError preferred)",
         source=ARRAY_API,

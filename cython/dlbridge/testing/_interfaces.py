@@ -1,7 +1,9 @@
 """The producer clauses of the other ways an array describes its memory:
 NumPy's ``__array_interface__``, the ``__cuda_array_interface__`` (its
 metadata: reading CUDA memory is the GPU tier's part) and the Python buffer
-protocol (what makes memoryview, array.array and bytes checkable).
+protocol (what makes memoryview, array.array and bytes checkable); and the
+consumer clauses of ``__array_interface__``, which any machine can check
+(the GPU tier has those of the CUDA array interface).
 
 Each clause applies where the library's arrays have the interface. Where an
 array also has ``__dlpack__``, the interface must describe the memory its
@@ -19,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from dlbridge.testing._abi import DTYPES, FLAG_READ_ONLY, buffer_address, c_order_strides, dtype_name
-from dlbridge.testing._model import Failed, NotApplicable, Producer, clause, expected_values, gpu_unavailable
+from dlbridge.testing._model import (Consumer, Failed, NotApplicable, Producer, Warned, clause, describe,
+                                     expected_values, gpu_unavailable)
 from dlbridge.testing._producer import exported
 
 ARRAY_INTERFACE = "NumPy array interface (v3)"
@@ -514,3 +517,86 @@ def buffer_dlpack_agrees(producer: Producer) -> str:
     if (view.nbytes and address != exported.address) or not _same_strides(view.shape, view.strides, exported.strides):
         raise Failed(said)
     return said
+
+
+# -- consumers of __array_interface__ -------------------------------------------------------
+
+# What the kit hands consumers: float32 0, 1, ..., 5 as a (2, 3) C-order array.
+_SHAPE, _TYPESTR = (2, 3), _NATIVE_ORDER + "f4"
+
+
+class ArrayInterfaceOnly:
+    """An object with an __array_interface__ and nothing else, over float32
+    0, 1, ..., 5 it keeps."""
+
+    def __init__(self, **entries: Any):
+        self.memory = (ctypes.c_float * 6)(*range(6))
+        self._interface = {"shape": _SHAPE, "typestr": _TYPESTR, "data": (ctypes.addressof(self.memory), False),
+                           "version": 3, **entries}
+        if entries.get("data") == "read-only":
+            self._interface["data"] = (ctypes.addressof(self.memory), True)
+
+    @property
+    def __array_interface__(self) -> dict:
+        return dict(self._interface)
+
+
+def _interface_offer(consumer: Consumer, **entries: Any) -> tuple[Any, ArrayInterfaceOnly]:
+    """(the read-back of what the consumer made, the object) of an
+    __array_interface__ with `entries`; NotApplicable where the consumer
+    does not take one with explicit strides either."""
+    from dlbridge.testing._consumer import read_back
+    control = ArrayInterfaceOnly(strides=(12, 4))
+    try:
+        read_back(consumer.consume(control))
+    except Failed:
+        raise
+    except Exception as error:
+        raise NotApplicable(f"the consumer does not import an __array_interface__ (with strides (12, 4) it raised "
+                            f"{describe(error)})") from None
+    given = ArrayInterfaceOnly(**entries)
+    return read_back(consumer.consume(given)), given
+
+
+def _c_order(consumer: Consumer, said: str, **entries: Any) -> str:
+    got, _ = _interface_offer(consumer, **entries)
+    if got.shape != _SHAPE or got.values != expected_values(_SHAPE, "float32"):
+        raise Failed(f"{said}: the result reads {got.describe()} holding {got.values}, not 0, 1, ..., 5 in shape "
+                     f"{_SHAPE} (C order)")
+    return f"{said}: the result reads 0, 1, ..., 5 in shape {_SHAPE} (read through {got.via})"
+
+
+_STRIDES = ("strides (optional) Either None to indicate a C-style contiguous array or a tuple of strides which "
+            "provides the number of bytes needed to jump to the next array element in the corresponding dimension.")
+
+
+@clause("consumer.array-interface.strides-absent",
+        title="an __array_interface__ without \"strides\" is imported in C order", source=ARRAY_INTERFACE,
+        cites=_STRIDES + " ... Default: None")
+def consumer_strides_absent(consumer: Consumer) -> str:
+    return _c_order(consumer, "no \"strides\"")
+
+
+@clause("consumer.array-interface.strides-none",
+        title="an __array_interface__ with \"strides\": None is imported in C order", source=ARRAY_INTERFACE,
+        cites=_STRIDES)
+def consumer_strides_none(consumer: Consumer) -> str:
+    return _c_order(consumer, "\"strides\": None", strides=None)
+
+
+@clause("consumer.array-interface.read-only",
+        title="an __array_interface__ whose data is read-only becomes a read-only array, or a copy",
+        source=ARRAY_INTERFACE,
+        cites="data (optional) A 2-tuple whose first argument is a Python integer that points to the data-area "
+              "storing the array contents. ... The second entry in the tuple is a read-only flag (true means the "
+              "data area is read-only).")
+def consumer_read_only(consumer: Consumer) -> str:
+    got, given = _interface_offer(consumer, data="read-only", strides=(12, 4))
+    if got.address != ctypes.addressof(given.memory):
+        return f"a copy (read through {got.via}), writable: {got.writable}"
+    if got.writable is False:
+        return f"read-only on the object's memory (said by {got.writable_from})"
+    if got.writable_from == "its buffer":
+        raise Failed("data (address, True): the result shares the read-only memory and its buffer is writable")
+    raise Warned(f"data (address, True): the result shares the read-only memory and {got.writable_from} say "
+                 f"writable (the result has no buffer, so nothing shows it can be read-only)")

@@ -33,14 +33,14 @@ def release(tensor: Consumed, calls: int) -> None:
 
 
 def consume(x, *, copy=None, retry=True, error_type=BufferError, deleter_calls=1, byte_offset=True, strides=True,
-            read_only=True, legacy_answer_error=None, honours_copy=True):
+            read_only=True, legacy_answer_error=None, honours_copy=True, asks_max_version=True):
     """np.from_dlpack's work in Python, `copy` as the array API's; each
     other keyword turns a part of it off (or wrong); `legacy_answer_error`:
     refuse a legacy capsule answered to max_version with it."""
     asked = True
     keywords = {"copy": copy} if copy is not None and honours_copy else {}
     try:
-        capsule = x.__dlpack__(max_version=(1, 3), **keywords)
+        capsule = x.__dlpack__(**({"max_version": (1, 3)} if asks_max_version else {}), **keywords)
     except TypeError:
         if not retry:
             raise
@@ -249,3 +249,36 @@ def value_error_when_a_copy_is_needed(x, *, copy=None):
         if copy is False:
             raise ValueError(f"cannot import without a copy: {error}") from None
         raise
+
+
+def legacy_call_only(x, *, copy=None):
+    """JAX's way (0.10): __dlpack__ without max_version, and nothing else."""
+    return consume(x, copy=copy, asks_max_version=False)
+
+
+# -- consumers of __array_interface__ ----------------------------------------------------------
+
+
+def numpy_asarray(x):
+    return np.asarray(x)
+
+
+def _from_interface(x, strides, *, read_only_flag=True):
+    interface = x.__array_interface__
+    address, read_only = interface["data"]
+    size = math.prod(interface["shape"]) * np.dtype(interface["typestr"]).itemsize
+    memory = (ctypes.c_uint8 * size).from_address(address)
+    memory.owner = x  # the array's base keeps the object, and so its memory
+    array = np.ndarray(interface["shape"], interface["typestr"], buffer=memory, strides=strides)
+    array.flags.writeable = not (read_only and read_only_flag)
+    return array
+
+
+def ignores_the_read_only_flag(x):
+    """Writes through a read-only __array_interface__."""
+    return _from_interface(x, x.__array_interface__.get("strides"), read_only_flag=False)
+
+
+def needs_strides(x):
+    """Reads "strides" as if every interface had it."""
+    return _from_interface(x, x.__array_interface__["strides"])

@@ -29,7 +29,7 @@ def verdicts(results):
 def test_the_clauses_are_these():
     assert IDS == ["consumer.import.values", "consumer.import.0-d", "consumer.import.zero-copy", "consumer.request.max-version",
                    "consumer.request.stream", "consumer.retry.legacy-producer", "consumer.retry.device-copy",
-                   "consumer.strides.null", "consumer.legacy-answer", "consumer.strides.honoured",
+                   "consumer.strides.null", "consumer.legacy-refused", "consumer.legacy-answer", "consumer.strides.honoured",
                    "consumer.byte-offset",
                    "consumer.version.major-2", "consumer.dtype.unknown-code", "consumer.dtype.lanes",
                    "consumer.empty.null-data", "consumer.read-only", "consumer.device.absent",
@@ -229,6 +229,16 @@ SEEDED_WARNINGS = {
 
 
 @pytest.mark.peers_only
+def test_a_consumer_that_never_asks_for_max_version_cannot_import_from_a_producer_that_requires_it():
+    results = verdicts(check_consumer(seeded.legacy_call_only, only=IDS))
+    assert results["consumer.request.max-version"].verdict == FAIL
+    assert results["consumer.legacy-refused"].verdict == WARN
+    assert "__dlpack__(): refused (BufferError: this producer exports versioned tensors only: pass " \
+           "max_version=(1, 0) or newer); the consumer cannot import from a producer that refuses the legacy call" \
+        in results["consumer.legacy-refused"].observed
+
+
+@pytest.mark.peers_only
 def test_a_consumer_that_refuses_legacy_answers_fails_no_other_clause():
     """pyarrow refuses a legacy capsule answered to max_version whatever its
     strides: consumer.legacy-answer says so, not consumer.strides.null."""
@@ -330,6 +340,8 @@ PEERS = {
                                             "(JaxRuntimeError: UNIMPLEMENTED: Only DLPack tensors with trivial "
                                             "(compact) striding are supported"),
         "consumer.version.major-2": (NOT_APPLICABLE, "the consumer asks for no versioned tensor"),
+        "consumer.legacy-refused": (WARN, "__dlpack__(stream=None): refused (BufferError: this producer exports "
+                                          "versioned tensors only"),
         "consumer.legacy-answer": (NOT_APPLICABLE, "the consumer asks for no versioned tensor"),
         "consumer.read-only": (NOT_APPLICABLE, "the consumer asks for no versioned tensor"),
         "consumer.device.absent": (PASS, "refused: TypeError: The array passed to from_dlpack must have __dlpack__ "

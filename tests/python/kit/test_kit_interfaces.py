@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, check_producer, clauses, libraries
+import kit_seeded_consumers
+from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, check_consumer, check_producer, clauses, libraries
 from dlbridge.testing._abi import (ALLOCATOR_ARGS, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPackVersion, Table,
                                    _api, _static_name)
 from dlbridge.testing._model import gpu_unavailable
@@ -380,3 +381,39 @@ def test_the_seeded_table_is_otherwise_right():
     newer.header.prev_api = ctypes.pointer(older.header)
     for table in (table_like_dlbridges(), newer):
         assert verdicts(array_type(table)) == expect(array_interface=PASS, buffer=PASS, exchange=PASS)
+
+
+# -- consumers of __array_interface__ ---------------------------------------------------------
+
+CONSUMER_IDS = ["consumer.array-interface.strides-absent", "consumer.array-interface.strides-none",
+                "consumer.array-interface.read-only"]
+
+
+def consumer_verdicts(function) -> dict:
+    return {r.clause: r for r in check_consumer(function, only=CONSUMER_IDS)}
+
+
+@pytest.mark.parametrize("function", [kit_seeded_consumers.numpy_asarray, libraries.dlbridge_asarray],
+                         ids=["numpy.asarray", "dlbridge.asarray"])
+def test_array_interface_consumers_that_pass(function):
+    found = consumer_verdicts(function)
+    assert {c: r.verdict for c, r in found.items()} == dict.fromkeys(CONSUMER_IDS, PASS), found
+    assert "read-only on the object's memory (said by its buffer)" in \
+        found["consumer.array-interface.read-only"].observed
+
+
+@pytest.mark.parametrize("name, clause, observed", [
+    ("needs_strides", "consumer.array-interface.strides-absent", "raised KeyError: 'strides'"),
+    ("ignores_the_read_only_flag", "consumer.array-interface.read-only",
+     "data (address, True): the result shares the read-only memory and its buffer is writable")])
+def test_seeded_array_interface_consumers(name, clause, observed):
+    found = consumer_verdicts(getattr(kit_seeded_consumers, name))
+    assert {c for c, r in found.items() if r.verdict == FAIL} == {clause}
+    assert observed in found[clause].observed
+
+
+def test_a_consumer_of_dlpack_alone_is_not_asked_about_the_array_interface():
+    found = consumer_verdicts(libraries.numpy_from_dlpack)
+    assert {r.verdict for r in found.values()} == {NOT_APPLICABLE}
+    assert "the consumer does not import an __array_interface__ (with strides (12, 4) it raised" in \
+        found["consumer.array-interface.read-only"].observed
