@@ -80,10 +80,18 @@ def clause(id: str, *, title: str, source: str, cites: str, tier: str = "cpu"):
     return register
 
 
+# The modules that register clauses, in the order of the report.
+_MODULES = ("_producer", "_interfaces", "_exchange", "_consumer", "_gpu")
+
+
 def clauses(side: str) -> list[Clause]:
-    """Every clause of `side`, in the order of the report."""
+    """Every clause of `side`, in the order of the report: the GPU tier
+    last, then by module, then as each module defines them. Whatever order
+    the modules were imported in (a child process must number them as its
+    parent does)."""
     from dlbridge.testing import _producer, _interfaces, _exchange, _consumer, _gpu  # noqa: F401  (they register)
-    return sorted((c for c in CLAUSES if c.side == side), key=lambda c: c.tier == "gpu")  # the GPU tier last
+    return sorted((c for c in CLAUSES if c.side == side),
+                  key=lambda c: (c.tier == "gpu", _MODULES.index(c.check.__module__.rpartition(".")[2])))
 
 
 OBSERVED_LIMIT = 1 << 16  # characters of an observation; a library's message can be any size

@@ -383,3 +383,13 @@ def test_plugin_a_spec_that_does_not_load_is_a_usage_error(tmp_path):
 def test_plugin_does_nothing_unasked(tmp_path):
     done = pytest_run(tmp_path)
     assert done.returncode == 0 and "dlpack::" not in done.stdout
+
+
+@pytest.mark.parametrize("first", ["_consumer", "_interfaces", "_gpu", "_exchange"])
+def test_the_clauses_are_in_one_order_whatever_module_is_imported_first(first):
+    """The runner numbers clauses in the parent and runs them in a child: a
+    subject's module that imports one kit module first must not reorder them."""
+    script = (f"import dlbridge.testing.{first}\nfrom dlbridge.testing import clauses\n"
+              "print([c.id for side in ('producer', 'consumer') for c in clauses(side)])")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == str([c.id for side in ("producer", "consumer") for c in clauses(side)])
