@@ -13,15 +13,16 @@ every clause of the zoo.
 from __future__ import annotations
 
 import ctypes
-from ctypes import c_float, c_uint8
+from ctypes import CFUNCTYPE, POINTER, PYFUNCTYPE, c_float, c_int, c_uint8, c_void_p, py_object
 import gc
 import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbridge.testing._abi import (DELETER, FLAG_IS_COPIED, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed, ManagedTensor, buffer_address,
-                                   capsule_has_destructor, capsule_name, dtype_name)
+from dlbridge.testing._abi import (DELETER, FLAG_IS_COPIED, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed,
+                                   DLPackExchangeAPI, DLPackVersion, ManagedTensor, buffer_address,
+                                   capsule_has_destructor, capsule_name, dtype_name, exchange_capsule)
 from dlbridge.testing._model import Consumer, Failed, NotApplicable, Warned, clause, describe, is_deprecation
 
 PYTHON_SPEC = "DLPack Python specification"
@@ -251,6 +252,8 @@ class DevicelessZooProducer:
 
     def __del__(self):
         for managed, capsule in self.lent:
+            if capsule is None:  # lent through an exchange table: the consumer owns it
+                continue
             if not (capsule_name(capsule) or b"").startswith(b"used_") and capsule_has_destructor(capsule):
                 DELETER(managed.struct.deleter)(managed.address)
 
@@ -260,6 +263,61 @@ class ZooProducer(DevicelessZooProducer):
 
     def __dlpack_device__(self):
         return (1, 0)
+
+
+# -- a zoo producer with a DLPack C exchange table -----------------------------------------------
+
+_FROM_OBJECT = PYFUNCTYPE(c_int, py_object, POINTER(c_void_p))
+_NOT_SERVED = PYFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_void_p)
+
+
+def _from_object(obj: Any, out: Any) -> int:
+    """managed_tensor_from_py_object_no_sync: a versioned tensor of the case."""
+    try:
+        managed = obj.case.managed(True)
+        obj.lent.append((managed, None))
+        obj.table_calls += 1
+        out[0] = managed.address
+        return 0
+    except Exception as error:  # no exception may cross the C boundary unreported
+        ctypes.pythonapi.PyErr_SetString(ctypes.py_object(BufferError), describe(error).encode())
+        return -1
+
+
+def _not_served(*_: Any) -> int:
+    ctypes.pythonapi.PyErr_SetString(ctypes.py_object(BufferError), b"the kit's zoo table serves imports only")
+    return -1
+
+
+def _work_stream(device_type: int, device_id: int, out: Any) -> int:
+    out[0] = None  # host memory: no stream
+    return 0
+
+
+_TABLE_FUNCTIONS = (_FROM_OBJECT(_from_object), _NOT_SERVED(_not_served),
+                    CFUNCTYPE(c_int, ctypes.c_int32, ctypes.c_int32, POINTER(c_void_p))(_work_stream))
+_TABLE = DLPackExchangeAPI()
+_TABLE.header.version = DLPackVersion(1, 3)
+_TABLE.managed_tensor_from_py_object_no_sync = ctypes.cast(_TABLE_FUNCTIONS[0], c_void_p).value
+_TABLE.managed_tensor_allocator = _TABLE.managed_tensor_to_py_object_no_sync = \
+    ctypes.cast(_TABLE_FUNCTIONS[1], c_void_p).value
+_TABLE.current_work_stream = ctypes.cast(_TABLE_FUNCTIONS[2], c_void_p).value
+
+
+class ExchangeZooProducer(ZooProducer):
+    """A ZooProducer whose type publishes a DLPack 1.3 C exchange table
+    (``__dlpack_c_exchange_api__``, and the int of DLPack 1.2's
+    ``__c_dlpack_exchange_api__``): its managed_tensor_from_py_object_no_sync
+    lends a versioned tensor of the case, as __dlpack__ does; the slots that
+    make objects or tensors for others refuse. `table_calls` counts the
+    tensors lent through the table."""
+
+    __dlpack_c_exchange_api__ = exchange_capsule(ctypes.addressof(_TABLE))
+    __c_dlpack_exchange_api__ = ctypes.addressof(_TABLE)  # DLPack 1.2's spelling, which some consumers read
+
+    def __init__(self, case: Case, accepts: tuple[str, ...] = ALL_KEYWORDS):
+        super().__init__(case, accepts)
+        self.table_calls = 0
 
 
 def _legacy_producer(case: Case) -> ZooProducer:
@@ -282,6 +340,7 @@ class Outcome:
     raised: type | None = None
     error: str = ""
     calls: list = field(default_factory=list)
+    table_calls: int = 0  # tensors taken through the producer's exchange table
     lent: list = field(default_factory=list)  # the ManagedTensors lent
     unrenamed: int = 0  # capsules of an imported result still named as unconsumed
     cleared: int = 0    # of those, the capsules whose destructor the consumer cleared instead
@@ -374,7 +433,7 @@ def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooPr
                 if unread is not None:
                     raise unread
                 unrenamed = [capsule for _, capsule in producer.lent
-                             if not (capsule_name(capsule) or b"").startswith(b"used_")]
+                             if capsule is not None and not (capsule_name(capsule) or b"").startswith(b"used_")]
                 outcome.unrenamed = len(unrenamed)
                 outcome.cleared = sum(not capsule_has_destructor(capsule) for capsule in unrenamed)
             finally:
@@ -383,6 +442,7 @@ def offer(consumer: Consumer, case: Case, make: Callable[[Case], DevicelessZooPr
     if outcome.declined and case.smaller is not None:
         return offer(consumer, case.smaller, make, raw=raw, **keywords)
     outcome.lent = [managed for managed, _ in producer.lent]
+    outcome.table_calls = getattr(producer, "table_calls", 0)
     del producer, offered
     # Only where a deleter has not run yet: a reference cycle may still hold
     # the result (a full collection takes seconds in a library with a large heap).
@@ -701,7 +761,34 @@ def empty_null_data(consumer: Consumer) -> str:
         cites="A consumer that does not support read-only arrays should ignore this flag (this is preferred over "
               "raising an exception; the user is then responsible for ensuring the memory isn't modified).")
 def read_only(consumer: Consumer) -> str:
-    outcome = offer(consumer, READ_ONLY).versioned()
+    # Offered twice: by a plain producer, and by one whose exchange table a
+    # consumer may take the tensor through instead (TVM FFI does).
+    seen, warned, applied = [], False, False
+    for make in (ZooProducer, ExchangeZooProducer):
+        outcome = offer(consumer, READ_ONLY, make)
+        route = "through the exchange table" if outcome.table_calls else f"through {_calls(outcome.calls)}"
+        try:
+            seen.append(f"{route}: {_read_only_result(outcome.versioned())}")
+            applied = True
+        except NotApplicable as reason:
+            seen.append(str(reason))
+        except Warned as warning:
+            applied = True
+            warned = True
+            seen.append(f"{route}: {warning}")
+        except Failed as failure:
+            raise Failed("; ".join(seen + [f"{route}: {failure}"])) from None
+    if not applied:
+        raise NotApplicable("; ".join(seen))
+    if warned:
+        raise Warned("; ".join(seen))
+    return "; ".join(seen)
+
+
+def _read_only_result(outcome: Outcome) -> str:
+    """What the consumer made of READ_ONLY data: Failed where it is writable
+    and can show it could have been read-only, Warned where it ignored the
+    flag and hands the memory on as writable."""
     got = outcome.imported()
     if not outcome.zero_copy():
         return f"a copy (read through {got.via}), writable: {got.writable}"

@@ -14,7 +14,7 @@ import kit_seeded_consumers as seeded
 from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, WARN, check, check_consumer, clauses
 from dlbridge.testing import _consumer as kit
 from dlbridge.testing import libraries
-from dlbridge.testing._abi import Consumed, capsule_name
+from dlbridge.testing._abi import FLAG_READ_ONLY, Consumed, Table, capsule_name, delete
 from dlbridge.testing._model import Failed
 from peers import ARRAY_API_STRICT_EXPORTS_A_BUFFER
 
@@ -111,6 +111,17 @@ def test_read_back_through_dlpack_alone_takes_writability_from_the_flags():
 
     got = kit.read_back(Only())
     assert (got.values, got.writable, got.writable_from) == ([1.0, 2.0], True, "its DLPack flags")
+
+
+def test_the_exchange_table_of_the_zoo_lends_what_dunder_dlpack_lends():
+    producer = kit.ExchangeZooProducer(kit.READ_ONLY)
+    table = Table(type(producer).__dlpack_c_exchange_api__)
+    assert table.address == type(producer).__c_dlpack_exchange_api__
+    tensor = table.managed(producer)
+    assert (tensor.flags, tensor.version.major, tensor.dl_tensor.ndim) == (FLAG_READ_ONLY, 1, 1)
+    assert producer.table_calls == 1
+    delete(tensor)
+    assert producer.lent[0][0].deleter_calls == 1
 
 
 def test_read_back_of_what_cannot_be_read_fails_naming_both_ways():
@@ -302,7 +313,8 @@ def test_dlbridge_passes_every_clause():
     results = verdicts(check_consumer(libraries.dlbridge_from_dlpack, only=IDS))
     assert {c: r.verdict for c, r in results.items()} == dict.fromkeys(IDS, PASS), \
         [r for r in results.values() if r.verdict != PASS]
-    assert "read-only on the producer's memory" in results["consumer.read-only"].observed
+    assert "through the exchange table: read-only on the producer's memory (said by its buffer)" in \
+        results["consumer.read-only"].observed
     assert "taken, values right, warning DeprecationWarning: from_dlpack: passing a raw DLPack capsule is " \
            "deprecated" in \
         results["consumer.capsule.raw"].observed
