@@ -834,13 +834,6 @@ class _CopyNeededProducer(ZooProducer):
         return super().__dlpack__(**keywords)
 
 
-def _copying(consumer: Consumer) -> None:
-    """NotApplicable unless the consumer's FUNCTION takes copy."""
-    if not consumer.takes_copy:
-        raise NotApplicable(f"the FUNCTION {'takes no' if consumer.takes_copy is False else 'has no signature to show a'}"
-                            f" copy keyword (FUNCTION(producer, *, copy=None) passes it to from_dlpack)")
-
-
 _COPY = ("copy (Optional[bool]) - boolean indicating whether or not to copy the input. If True, the function must "
          "always copy. If False, the function must never copy, and raise BufferError in case a copy is deemed "
          "necessary")
@@ -849,7 +842,7 @@ _COPY = ("copy (Optional[bool]) - boolean indicating whether or not to copy the 
 @clause("consumer.copy.true", title="from_dlpack(x, copy=True) copies: other memory, the same values",
         source=ARRAY_API, cites=_COPY)
 def copy_true(consumer: Consumer) -> str:
-    _copying(consumer)
+    consumer.require("copy")
     outcome = offer(consumer, BASELINE, copy=True)
     got = _values(outcome)
     lent = outcome.lent[-1]
@@ -864,7 +857,7 @@ def copy_true(consumer: Consumer) -> str:
 @clause("consumer.copy.false", title="from_dlpack(x, copy=False) never copies: it shares the producer's memory, or "
         "raises BufferError (as where the producer refuses copy=False)", source=ARRAY_API, cites=_COPY)
 def copy_false(consumer: Consumer) -> str:
-    _copying(consumer)
+    consumer.require("copy")
     seen = []
     for make in (ZooProducer, _CopyNeededProducer):
         needed = make is _CopyNeededProducer
@@ -882,6 +875,20 @@ def copy_false(consumer: Consumer) -> str:
             raise Failed(f"{what}: the result is a copy ({_calls(outcome.calls)})")
         seen.append(f"{what}: the producer's memory ({_calls(outcome.calls)})")
     return "; ".join(seen)
+
+
+@clause("consumer.device.cpu", title="from_dlpack(x, device=CPU) of CPU data is imported on its memory, values right",
+        source=ARRAY_API,
+        cites="device (Optional[device]) - device on which to place the created array. ... If None, the function "
+              "must reuse the existing memory buffer if possible and copy otherwise.")
+def device_cpu(consumer: Consumer) -> str:
+    consumer.require("device")
+    outcome = offer(consumer, BASELINE, device="cpu")
+    got = _values(outcome)
+    if not outcome.zero_copy():  # allowed where sharing is not possible, which the kit cannot tell
+        raise Warned(f"{BASELINE.name}, device=\"cpu\": values right, a copy ({_calls(outcome.calls)})")
+    return f"{BASELINE.name}, device=\"cpu\": values right, on the producer's memory ({_calls(outcome.calls)}; read " \
+           f"through {got.via})"
 
 
 @clause("consumer.capsule.raw", title="a raw capsule is refused, or taken (a DeprecationWarning recommended)",

@@ -962,6 +962,29 @@ clause("consumer.gpu-interface.strides-none",
        cites=_C_ORDER, tier="gpu")(_interface_clause("None"))
 
 
+class _CudaProducer(_abi.Producer):
+    """The kit's DLPack producer of device memory. Asked for dl_device=(kDLCPU,
+    0), it copies to host memory (IS_COPIED), as CUDA producers do, or, with
+    copy=False, raises BufferError."""
+
+    def __init__(self, cuda: Cuda, managed: _abi.ManagedTensor, device: tuple[int, int]):
+        super().__init__(managed, device=device)
+        self.cuda = cuda
+
+    def __dlpack__(self, **keywords):
+        dl_device = keywords.get("dl_device")
+        if dl_device is None or tuple(dl_device) != (CPU, 0):
+            return super().__dlpack__(**keywords)
+        self.calls.append(keywords)
+        if keywords.get("copy") is False:
+            raise BufferError("copy=False: device memory reaches the host only by a copy")
+        t = self.managed.struct.dl_tensor
+        values = struct.unpack("<6f", self.cuda.read(t.data, 24))
+        host = _abi.ManagedTensor(values, shape=SHAPE, strides=_abi.c_order_strides(SHAPE),
+                                  dtype=_abi.DTYPES[DTYPE][0], ctype=ctypes.c_float, flags=FLAG_IS_COPIED)
+        return host.capsule()
+
+
 @contextlib.contextmanager
 def _cuda_producer(cuda: Cuda) -> Iterator[tuple[_abi.Producer, int, int]]:
     """(a DLPack producer of the kit's values in device memory, its data
@@ -971,7 +994,7 @@ def _cuda_producer(cuda: Cuda) -> Iterator[tuple[_abi.Producer, int, int]]:
     _, ordinal = cuda.memory(memory.address)
     managed = _abi.ManagedTensor(shape=SHAPE, strides=_abi.c_order_strides(SHAPE), dtype=_abi.DTYPES[DTYPE][0],
                                  device=(CUDA, ordinal), data=memory.address)
-    producer = _abi.Producer(managed, device=(CUDA, ordinal))
+    producer = _CudaProducer(cuda, managed, (CUDA, ordinal))
     try:
         yield producer, memory.address, ordinal
     finally:
@@ -979,6 +1002,39 @@ def _cuda_producer(cuda: Cuda) -> Iterator[tuple[_abi.Producer, int, int]]:
         taken = (_abi.capsule_name(producer.capsule) or b"").startswith(b"used_")
         if taken and managed.deleter_calls == 0:  # the consumer may still use it
             _kept.append(memory)
+
+
+@clause("consumer.gpu-dlpack.to-host",
+        title="from_dlpack(x, device=CPU) of CUDA data gives its values in host memory; with copy=False, "
+              "ValueError or BufferError",
+        source=ARRAY_API,
+        cites="If the array library does not support such cases at all, the function must raise BufferError. If a "
+              "copy must be made to enable this support but copy is set to False, the function must raise "
+              "ValueError.",
+        tier="gpu")
+def consumer_to_host(consumer: Consumer) -> str:
+    consumer.require("device")
+    cuda = driver()
+    with _cuda_producer(cuda) as (producer, _, _):
+        try:
+            result = consumer.consume(producer, device="cpu")
+        except BufferError as error:  # the library does not support such cases at all
+            return f"device=\"cpu\": refused ({describe(error)})"
+        readout = read_back(cuda, result)
+        del result
+    if readout.device[0] not in (CPU, CUDA_HOST, CUDA_MANAGED):
+        raise Failed(f"device=\"cpu\": the result is on {label_name(readout.device)}, not in host memory")
+    seen = [_check_readout(readout, f"device=\"cpu\": the result, on {label_name(readout.device)},")]
+    if consumer.keywords["copy"]:
+        with _cuda_producer(cuda) as (producer, _, _):
+            try:
+                consumer.consume(producer, device="cpu", copy=False)
+            except (ValueError, BufferError) as error:
+                seen.append(f"with copy=False: refused ({describe(error)})")
+            else:
+                raise Failed("; ".join(seen) + "; with copy=False: imported, though CUDA memory cannot reach the host "
+                             "without a copy")
+    return "; ".join(seen)
 
 
 @clause("consumer.gpu-dlpack.stream", title="a CUDA producer's __dlpack__ is called with a stream, never 0",

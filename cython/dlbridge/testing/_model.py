@@ -194,17 +194,27 @@ class Consumer:
     the kit then offers each case in a form of those dimensions, or none.
     It declines one case by raising NotImplementedError; the clause that
     needs an import of it is then not applicable. A FUNCTION that takes the
-    array API's ``copy`` keyword is called with it too."""
+    array API's ``copy`` keyword is called with it too, and one that takes
+    ``device`` with ``device="cpu"`` (the FUNCTION maps it to its library's
+    CPU device)."""
 
     side = "consumer"
 
     def __init__(self, function: Callable[..., Any], name: str):
         self.function, self.name = function, name
         self.ndims = _ndims(getattr(function, "dlpack_ndims", None), name)
-        self.takes_copy = _takes_keyword(function, "copy")
+        self.keywords = {keyword: _takes_keyword(function, keyword) for keyword in ("copy", "device")}
 
     def takes(self, ndim: int) -> bool:
         return self.ndims is None or ndim in self.ndims
+
+    def require(self, keyword: str) -> None:
+        """NotApplicable unless FUNCTION takes `keyword` ("copy" or "device")."""
+        takes = self.keywords[keyword]
+        if not takes:
+            raise NotApplicable(f"the FUNCTION {'takes no' if takes is False else 'has no signature to show a'} "
+                                f"{keyword} keyword (FUNCTION(producer, *, {keyword}=None) passes it to its "
+                                f"from_dlpack)")
 
     def consume(self, producer: Any, **keywords: Any) -> Any:
         return self.function(producer, **keywords)

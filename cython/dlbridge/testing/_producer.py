@@ -703,7 +703,8 @@ def _exports(producer: Producer, cases, *, refusable: bool = True) -> list[tuple
     refused with BufferError, DLPack's refusal of what it cannot carry, is
     left out where `refusable`, as a declined one is."""
     _array(producer)  # N/A without __dlpack__
-    found, declined = [], []
+    found: list[tuple[tuple[int, ...], str, Tensor]] = []
+    declined: list[str] = []
     for shape, dtype in cases:
         try:
             x = _array(producer, shape, dtype)

@@ -73,9 +73,9 @@ def dlbridge_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = Fals
     return made if device is None else made.to_device(device)
 
 
-def dlbridge_from_dlpack(producer: Any, *, copy: bool | None = None):
+def dlbridge_from_dlpack(producer: Any, *, copy: bool | None = None, device: str | None = None):
     import dlbridge
-    return dlbridge.from_dlpack(producer, copy=copy)
+    return dlbridge.from_dlpack(producer, copy=copy, device=device)
 
 
 # -- Python's buffer exporters ------------------------------------------------------
@@ -129,9 +129,9 @@ def numpy_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, 
     return made
 
 
-def numpy_from_dlpack(producer: Any, *, copy: bool | None = None):
+def numpy_from_dlpack(producer: Any, *, copy: bool | None = None, device: str | None = None):
     import numpy as np
-    return np.from_dlpack(producer, copy=copy)
+    return np.from_dlpack(producer, copy=copy, device=None if device is None else "cpu")
 
 
 # -- PyTorch -------------------------------------------------------------------------
@@ -150,9 +150,9 @@ def torch_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False,
     return made if device is None else made.to(device)
 
 
-def torch_from_dlpack(producer: Any, *, copy: bool | None = None):
+def torch_from_dlpack(producer: Any, *, copy: bool | None = None, device: str | None = None):
     torch = _torch()
-    return torch.from_dlpack(producer, copy=copy)
+    return torch.from_dlpack(producer, copy=copy, device=device)
 
 
 # -- JAX ---------------------------------------------------------------------------------
@@ -171,9 +171,10 @@ def jax_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, de
     return jax.device_put(_viewed(jnp.arange(math.prod(base)).astype(dtype).reshape(base), view), placed)
 
 
-def jax_from_dlpack(producer: Any, *, copy: bool | None = None):
+def jax_from_dlpack(producer: Any, *, copy: bool | None = None, device: str | None = None):
+    import jax
     import jax.numpy as jnp
-    return jnp.from_dlpack(producer, copy=copy)
+    return jnp.from_dlpack(producer, copy=copy, device=None if device is None else jax.devices(device)[0])
 
 
 # -- array-api-strict ------------------------------------------------------------------------
@@ -192,9 +193,9 @@ def array_api_strict_array(shape: tuple[int, ...], dtype: str, *, read_only: boo
     return _viewed(xp.reshape(xp.astype(xp.arange(math.prod(base)), getattr(xp, dtype)), base), view)
 
 
-def array_api_strict_from_dlpack(producer: Any, *, copy: bool | None = None):
+def array_api_strict_from_dlpack(producer: Any, *, copy: bool | None = None, device: str | None = None):
     import array_api_strict as xp
-    return xp.from_dlpack(producer, copy=copy)
+    return xp.from_dlpack(producer, copy=copy, device=None if device is None else xp.Device("CPU_DEVICE"))
 
 
 # -- pyarrow -------------------------------------------------------------------------------
@@ -203,7 +204,7 @@ def pyarrow_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False
                   view: str | None = None):
     # pyarrow's arrays are 1-D and immutable: its usual array is a read-only one too.
     import numpy as np
-    import pyarrow as pa
+    pa = _module("pyarrow")
     _no_device(device)
     if dtype == "unexportable":
         return pa.array(["a", "b", "c"])  # DLPack has no strings
@@ -219,9 +220,8 @@ def pyarrow_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False
     return made if view is None else made.slice(2)
 
 
-def pyarrow_from_dlpack(producer: Any, *, copy: bool | None = None):
-    import pyarrow as pa
-    return pa.Array.from_dlpack(producer, copy=copy)
+def pyarrow_from_dlpack(producer: Any, *, copy: bool | None = None, device: str | None = None):
+    return _module("pyarrow").Array.from_dlpack(producer, copy=copy, device=None if device is None else (1, 0))
 
 
 pyarrow_from_dlpack.dlpack_ndims = (1,)  # type: ignore[attr-defined]
@@ -231,8 +231,8 @@ pyarrow_from_dlpack.dlpack_ndims = (1,)  # type: ignore[attr-defined]
 
 def mlx_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None,
               view: str | None = None):
-    import mlx.core as mx
     import numpy as np
+    mx = _module("mlx.core")
     _no_device(device)
     if read_only:
         raise NotImplementedError("MLX makes no read-only arrays")
@@ -244,8 +244,7 @@ def mlx_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, de
 
 
 def mlx_from_dlpack(producer: Any, *, copy: bool | None = None):
-    import mlx.core as mx
-    return mx.from_dlpack(producer, copy=copy)
+    return _module("mlx.core").from_dlpack(producer, copy=copy)
 
 
 # -- Apache TVM FFI -------------------------------------------------------------------------------
@@ -253,7 +252,7 @@ def mlx_from_dlpack(producer: Any, *, copy: bool | None = None):
 def tvm_ffi_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = False, device: str | None = None):
     # A tvm_ffi.Tensor is made from another library's array: NumPy's, imported without a copy.
     import numpy as np
-    import tvm_ffi
+    tvm_ffi = _module("tvm_ffi")
     _no_device(device)
     if read_only:
         raise NotImplementedError("TVM FFI's tensors have no read-only flag")
@@ -261,8 +260,7 @@ def tvm_ffi_tensor(shape: tuple[int, ...], dtype: str, *, read_only: bool = Fals
 
 
 def tvm_ffi_from_dlpack(producer: Any):
-    import tvm_ffi
-    return tvm_ffi.from_dlpack(producer)
+    return _module("tvm_ffi").from_dlpack(producer)
 
 
 # -- CuPy, and consumers of the CUDA array interface (the GPU tier) ---------------------------
@@ -290,6 +288,11 @@ def _torch() -> Any:
     return importlib.import_module("torch")
 
 
+def _module(name: str) -> Any:
+    # pyarrow, MLX and TVM FFI ship no type information: imported by name, as CuPy.
+    return importlib.import_module(name)
+
+
 # from_dlpack takes DLPack producers only; these take a __cuda_array_interface__
 # too, which the GPU tier's consumer.gpu-interface clauses hand them.
 
@@ -302,6 +305,6 @@ def torch_as_tensor(producer: Any):
     return torch.as_tensor(producer)
 
 
-def dlbridge_asarray(producer: Any):
+def dlbridge_asarray(producer: Any, *, device: str | None = None):
     import dlbridge
-    return dlbridge.asarray(producer)
+    return dlbridge.asarray(producer, device=device)

@@ -32,11 +32,14 @@ def release(tensor: Consumed, calls: int) -> None:
             DELETER(tensor.managed.deleter)(tensor.address)
 
 
-def consume(x, *, copy=None, retry=True, error_type=BufferError, deleter_calls=1, byte_offset=True, strides=True,
+def consume(x, *, copy=None, device=None, retry=True, error_type=BufferError, deleter_calls=1, byte_offset=True, strides=True,
             read_only=True, legacy_answer_error=None, honours_copy=True, asks_max_version=True):
     """np.from_dlpack's work in Python, `copy` as the array API's; each
     other keyword turns a part of it off (or wrong); `legacy_answer_error`:
-    refuse a legacy capsule answered to max_version with it."""
+    refuse a legacy capsule answered to max_version with it; `device`:
+    None or "cpu", where its arrays are."""
+    if device not in (None, "cpu"):
+        raise BufferError(f"this consumer's arrays are on the CPU, not {device}")
     asked = True
     keywords = {"copy": copy} if copy is not None and honours_copy else {}
     try:
@@ -79,44 +82,44 @@ def consume(x, *, copy=None, retry=True, error_type=BufferError, deleter_calls=1
     return array
 
 
-def reference(x, *, copy=None):
-    return consume(x, copy=copy)
+def reference(x, *, copy=None, device=None):
+    return consume(x, copy=copy, device=device)
 
 
-def ignores_byte_offset(x, *, copy=None):
-    return consume(x, copy=copy, byte_offset=False)
+def ignores_byte_offset(x, *, copy=None, device=None):
+    return consume(x, copy=copy, device=device, byte_offset=False)
 
 
-def ignores_strides(x, *, copy=None):  # as if every tensor had NULL strides: C order
-    return consume(x, copy=copy, strides=False)
+def ignores_strides(x, *, copy=None, device=None):  # as if every tensor had NULL strides: C order
+    return consume(x, copy=copy, device=device, strides=False)
 
 
-def writable_read_only(x, *, copy=None):  # NumPy arrays can be read-only: READ_ONLY must not be ignored
-    return consume(x, copy=copy, read_only=False)
+def writable_read_only(x, *, copy=None, device=None):  # NumPy arrays can be read-only: READ_ONLY must not be ignored
+    return consume(x, copy=copy, device=device, read_only=False)
 
 
-def no_retry(x, *, copy=None):
-    return consume(x, copy=copy, retry=False)
+def no_retry(x, *, copy=None, device=None):
+    return consume(x, copy=copy, device=device, retry=False)
 
 
-def leaks(x, *, copy=None):
-    return consume(x, copy=copy, deleter_calls=0)
+def leaks(x, *, copy=None, device=None):
+    return consume(x, copy=copy, device=device, deleter_calls=0)
 
 
-def frees_twice(x, *, copy=None):
-    return consume(x, copy=copy, deleter_calls=2)
+def frees_twice(x, *, copy=None, device=None):
+    return consume(x, copy=copy, device=device, deleter_calls=2)
 
 
-def value_error_on_major_2(x, *, copy=None):
-    return consume(x, copy=copy, error_type=ValueError)
+def value_error_on_major_2(x, *, copy=None, device=None):
+    return consume(x, copy=copy, device=device, error_type=ValueError)
 
 
-def refuses_legacy_answers(x, *, copy=None):  # pyarrow 26's way, with BufferError
-    return consume(x, copy=copy, legacy_answer_error=BufferError)
+def refuses_legacy_answers(x, *, copy=None, device=None):  # pyarrow 26's way, with BufferError
+    return consume(x, copy=copy, device=device, legacy_answer_error=BufferError)
 
 
-def value_error_on_legacy_answers(x, *, copy=None):
-    return consume(x, copy=copy, legacy_answer_error=ValueError)
+def value_error_on_legacy_answers(x, *, copy=None, device=None):
+    return consume(x, copy=copy, device=device, legacy_answer_error=ValueError)
 
 
 class _Given:
@@ -205,23 +208,23 @@ class _StridesKeptForExport(np.ndarray):
         return self.given.__dlpack__(**keywords)
 
 
-def stores_strides_it_cannot_use(x, *, copy=None):
-    result = consume(x, copy=copy, strides=False).view(_StridesKeptForExport)
-    result.given = consume(x, copy=copy)
+def stores_strides_it_cannot_use(x, *, copy=None, device=None):
+    result = consume(x, copy=copy, device=device, strides=False).view(_StridesKeptForExport)
+    result.given = consume(x, copy=copy, device=device)
     return result
 
 
-def one_d_only(x, *, copy=None):
+def one_d_only(x, *, copy=None, device=None):
     """pyarrow's way: its arrays are 1-D, and it says so."""
-    return consume(x, copy=copy)
+    return consume(x, copy=copy, device=device)
 
 
 one_d_only.dlpack_ndims = (1,)
 
 
-def declines_two_d(x, *, copy=None):
+def declines_two_d(x, *, copy=None, device=None):
     """Declines each 2-d case, after a look at it: NotImplementedError."""
-    array = consume(x, copy=copy)
+    array = consume(x, copy=copy, device=device)
     if array.ndim == 2:
         raise NotImplementedError("this consumer's arrays have no second axis")
     return array
@@ -230,30 +233,30 @@ def declines_two_d(x, *, copy=None):
 # -- the array API's copy keyword ------------------------------------------------------------------
 
 
-def shares_on_copy_true(x, *, copy=None):
+def shares_on_copy_true(x, *, copy=None, device=None):
     """Takes copy, and passes it nowhere: copy=True shares the producer's memory."""
-    return consume(x, copy=copy, honours_copy=False)
+    return consume(x, copy=copy, device=device, honours_copy=False)
 
 
-def copies_on_copy_false(x, *, copy=None):
+def copies_on_copy_false(x, *, copy=None, device=None):
     """copy=False asked of the producer, and a copy made all the same."""
-    array = consume(x, copy=copy)
+    array = consume(x, copy=copy, device=device)
     return array.copy() if copy is False else array
 
 
-def value_error_when_a_copy_is_needed(x, *, copy=None):
+def value_error_when_a_copy_is_needed(x, *, copy=None, device=None):
     """The producer's BufferError (a copy is needed, copy=False) turned into ValueError."""
     try:
-        return consume(x, copy=copy)
+        return consume(x, copy=copy, device=device)
     except BufferError as error:
         if copy is False:
             raise ValueError(f"cannot import without a copy: {error}") from None
         raise
 
 
-def legacy_call_only(x, *, copy=None):
+def legacy_call_only(x, *, copy=None, device=None):
     """JAX's way (0.10): __dlpack__ without max_version, and nothing else."""
-    return consume(x, copy=copy, asks_max_version=False)
+    return consume(x, copy=copy, device=device, asks_max_version=False)
 
 
 # -- consumers of __array_interface__ ----------------------------------------------------------
@@ -282,3 +285,9 @@ def ignores_the_read_only_flag(x):
 def needs_strides(x):
     """Reads "strides" as if every interface had it."""
     return _from_interface(x, x.__array_interface__["strides"])
+
+
+def copies_for_a_device(x, *, copy=None, device=None):
+    """Copies whenever a device is named, even the one the data is on."""
+    array = consume(x, copy=copy, device=device)
+    return array.copy() if device is not None else array

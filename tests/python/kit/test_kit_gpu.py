@@ -41,7 +41,7 @@ PRODUCER_IDS = [
 ]
 CONSUMER_IDS = [
     "consumer.gpu-interface.strides-absent", "consumer.gpu-interface.strides-none",
-    "consumer.gpu-dlpack.stream", "consumer.gpu-dlpack.device",
+    "consumer.gpu-dlpack.to-host", "consumer.gpu-dlpack.stream", "consumer.gpu-dlpack.device",
 ]
 GPU_IDS = PRODUCER_IDS + CONSUMER_IDS
 SOURCES = {"DLPack Python specification", "dlpack.h", "array API standard", "CUDA Array Interface (v3)"}
@@ -590,10 +590,13 @@ def test_dlbridge_passes_the_producer_clauses_that_need_no_gpu_work(fake):
 
 @pytest.mark.parametrize("function", [libraries.dlbridge_from_dlpack, libraries.dlbridge_asarray])
 def test_dlbridge_passes_every_consumer_clause(fake, function):
-    results = verdicts(testing.check_consumer(function, only=CONSUMER_IDS))
-    expected = {i: PASS for i in CONSUMER_IDS}
+    # dlbridge copies to the host with its own CUDA backend, which the fake
+    # driver is not: consumer.gpu-dlpack.to-host is checked on a GPU.
+    ids = [i for i in CONSUMER_IDS if i != "consumer.gpu-dlpack.to-host"]
+    results = verdicts(testing.check_consumer(function, only=ids))
+    expected = {i: PASS for i in ids}
     if function is libraries.dlbridge_from_dlpack:  # takes DLPack producers only
-        expected.update({i: NOT_APPLICABLE for i in CONSUMER_IDS if "interface" in i})
+        expected.update({i: NOT_APPLICABLE for i in ids if "interface" in i})
     assert {i: v for i, (v, _) in results.items()} == expected, results
     assert results["consumer.gpu-dlpack.stream"][1] == (
         "__dlpack__ was called with stream=1 (the legacy default stream)")
@@ -654,7 +657,19 @@ def none_strides_as_f_order(obj):
                                                else i.get("strides")))
 
 
+def ignores_the_device(producer, *, device=None):
+    return dlbridge.from_dlpack(producer)
+
+
+def copies_though_copy_is_false(producer, *, device=None, copy=None):
+    return np.from_dlpack(producer, device=device)
+
+
 SEEDED_CONSUMERS = [
+    (ignores_the_device, "consumer.gpu-dlpack.to-host",
+     "device=\"cpu\": the result is on (kDLCUDA, 0), not in host memory"),
+    (copies_though_copy_is_false, "consumer.gpu-dlpack.to-host",
+     "with copy=False: imported, though CUDA memory cannot reach the host without a copy"),
     (passes_stream_zero, "consumer.gpu-dlpack.stream", "__dlpack__ was called with stream=0, which is disallowed"),
     (copies_to_the_host, "consumer.gpu-dlpack.device", "the result is on (kDLCPU, 0), the producer's data on "
                                                        "(kDLCUDA, 0)"),
@@ -675,8 +690,14 @@ def test_each_seeded_consumer_fails_exactly_its_clause(fake, function, caught_by
 
 
 def test_a_consumer_that_refuses_cuda_data_is_not_applicable(fake):
+    """NumPy takes no CUDA data; asked for it on the host, it has the producer copy it there."""
     results = verdicts(testing.check_consumer(libraries.numpy_from_dlpack, only=CONSUMER_IDS))
-    assert {i: v for i, (v, _) in results.items()} == {i: NOT_APPLICABLE for i in CONSUMER_IDS}, results
+    to_host = "consumer.gpu-dlpack.to-host"
+    assert {i: v for i, (v, _) in results.items()} == {i: PASS if i == to_host else NOT_APPLICABLE
+                                                          for i in CONSUMER_IDS}, results
+    assert results[to_host][1] == ("device=\"cpu\": the result, on (kDLCPU, 0), reads back as 0, 1, ..., 5 in "
+                                   "shape (2, 3); with copy=False: refused (BufferError: copy=False: device memory "
+                                   "reaches the host only by a copy)")
     assert results["consumer.gpu-dlpack.device"][1].startswith("the consumer does not import CUDA data: ")
     assert results["consumer.gpu-interface.strides-none"][1].startswith(
         "the consumer does not import a __cuda_array_interface__ (with strides (12, 4) it raised ")
