@@ -539,15 +539,23 @@ def import_zero_copy(consumer: Consumer) -> str:
     return f"the result's data (read through {got.via}) is the producer's"
 
 
-@clause("consumer.request.max-version", title="from_dlpack asks for a versioned tensor (max_version, major >= 1)",
+@clause("consumer.request.max-version",
+        title="from_dlpack asks for a versioned tensor (max_version, major >= 1: recommended)",
         source=PYTHON_SPEC,
         cites="Starting Python array API standard v2023, a new max_version argument is added to __dlpack__ for "
               "the consumer to signal the producer the maximal supported DLPack version.")
 def request_max_version(consumer: Consumer) -> str:
+    # No specification obliges a consumer to ask (the array API recommends
+    # it): not asking is a WARN; asking with what is no version is a FAIL.
     calls = _asked(consumer)
     first = calls[0].get("max_version")
-    if not (isinstance(first, tuple) and len(first) == 2 and all(type(v) is int for v in first) and first[0] >= 1):
-        raise Failed(f"{_calls(calls)}: no max_version (major, minor) with major >= 1")
+    if first is None:
+        raise Warned(f"{_calls(calls)}: no max_version, so no versioned tensor (no READ_ONLY, no IS_COPIED), and "
+                     f"no import from a producer that refuses the legacy call (consumer.legacy-refused)")
+    if not (isinstance(first, tuple) and len(first) == 2 and all(type(v) is int for v in first)):
+        raise Failed(f"{_calls(calls)}: max_version is no (major, minor) tuple of ints")
+    if first[0] < 1:
+        raise Warned(f"{_calls(calls)}: a max_version before DLPack 1.0, so no versioned tensor")
     return _calls(calls)
 
 
@@ -569,23 +577,26 @@ def _asked(consumer: Consumer) -> list[dict]:
 
 
 @clause("consumer.retry.legacy-producer",
-        title="a producer from before DLPack 1.0 (TypeError on max_version) is asked again without it, and imported",
+        title="a producer from before DLPack 1.0 (TypeError on max_version) is asked again without it, and imported "
+              "(recommended)",
         source=ARRAY_API, cites="try: x.__dlpack__(max_version=(1, 0), ...) ... except TypeError: x.__dlpack__(...)")
 def retry_legacy(consumer: Consumer) -> str:
     return _retried(offer(consumer, LEGACY, _legacy_producer))
 
 
 @clause("consumer.retry.device-copy",
-        title="a producer that takes max_version but not dl_device and copy (TypeError) is imported",
+        title="a producer that takes max_version but not dl_device and copy (TypeError) is imported (recommended)",
         source=ARRAY_API, cites="This logic is also applicable to handling of the new dl_device and copy keywords.")
 def retry_device_copy(consumer: Consumer) -> str:
     return _retried(offer(consumer, BASELINE, _old_keywords_producer))
 
 
 def _retried(outcome: Outcome) -> str:
-    """What a consumer that had to ask again made of an old producer."""
+    """What a consumer that had to ask again made of an old producer: asking
+    again is the array API's recommended logic, not a requirement."""
     if outcome.result is None and not outcome.declined:
-        raise Failed(f"{_calls(outcome.calls)}; from_dlpack raised {outcome.error}")
+        raise Warned(f"{_calls(outcome.calls)}; from_dlpack raised {outcome.error}: no import from a producer "
+                     "written before these keywords")
     _values(outcome)
     return f"{_calls(outcome.calls)}: imported, values right"
 

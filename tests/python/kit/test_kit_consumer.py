@@ -145,8 +145,6 @@ SEEDED = {
                         "transposed strides (1, 2): imported holding [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]"),
     "writable_read_only": ("consumer.read-only", "the result shares the producer's memory and its buffer is "
                                                  "writable"),
-    "no_retry": ("consumer.retry.legacy-producer", "__dlpack__(max_version=(1, 3)); from_dlpack raised TypeError: "
-                                                   "__dlpack__() got an unexpected keyword argument 'max_version'"),
     "leaks": ("consumer.deleter.released", "float32[6] imported: 0;"),
     "frees_twice": ("consumer.deleter.once", "float32[6] imported: 2;"),
     "shares_on_copy_true": ("consumer.copy.true", "float32[6], copy=True: the result shares the producer's memory"),
@@ -235,6 +233,8 @@ SEEDED_WARNINGS = {
     "value_error_on_major_2": ("consumer.version.major-2", "refused with ValueError: cannot import: DLPack major "
                                                            "version 2 (BufferError is recommended)"),
     "clears_the_destructor": ("consumer.import.zero-copy", "a copy"),
+    "no_retry": ("consumer.retry.legacy-producer", "__dlpack__(max_version=(1, 3)); from_dlpack raised TypeError: "
+                                                   "__dlpack__() got an unexpected keyword argument 'max_version'"),
     "copies_for_a_device": ("consumer.device.cpu", "float32[6], device=\"cpu\": values right, a copy"),
     "value_error_on_legacy_answers": ("consumer.legacy-answer", "refused (ValueError: a legacy capsule answered to "
                                                                 "max_version (1, 3)); the consumer cannot import"),
@@ -244,8 +244,8 @@ SEEDED_WARNINGS = {
 @pytest.mark.peers_only
 def test_a_consumer_that_never_asks_for_max_version_cannot_import_from_a_producer_that_requires_it():
     results = verdicts(check_consumer(seeded.legacy_call_only, only=IDS))
-    assert results["consumer.request.max-version"].verdict == FAIL
-    assert results["consumer.legacy-refused"].verdict == WARN
+    assert {c: r.verdict for c, r in results.items() if r.verdict in (WARN, FAIL)} == {
+        "consumer.request.max-version": WARN, "consumer.legacy-refused": WARN}
     assert "__dlpack__(): refused (BufferError: this producer exports versioned tensors only: pass " \
            "max_version=(1, 0) or newer); the consumer cannot import from a producer that refuses the legacy call" \
         in results["consumer.legacy-refused"].observed
@@ -346,7 +346,7 @@ PEERS = {
         "consumer.capsule.raw": (WARN, "taken, values right, without a DeprecationWarning"),
     },
     "jax_from_dlpack": {
-        "consumer.request.max-version": (FAIL, "__dlpack__(stream=None): no max_version"),
+        "consumer.request.max-version": (WARN, "__dlpack__(stream=None): no max_version"),
         # jnp.from_dlpack(a, copy=True) shares a's memory: a[0] = 42 shows in the JAX array.
         "consumer.copy.true": (FAIL, "float32[6], copy=True: the result shares the producer's memory "
                                      "(__dlpack__(stream=None))"),
