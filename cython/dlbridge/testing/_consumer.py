@@ -329,6 +329,10 @@ def _old_keywords_producer(case: Case) -> ZooProducer:
     return ZooProducer(case, accepts=("stream", "max_version"))
 
 
+# What a consumer raises out of a fault in its own code rather than to refuse.
+_FAULTS = (LookupError, AttributeError, AssertionError, NameError, ZeroDivisionError, RecursionError)
+
+
 @dataclass
 class Outcome:
     """What a consumer made of a producer: its result read back, or what it
@@ -355,12 +359,28 @@ class Outcome:
         does not take such arrays by design."""
         return self.refused_with(NotImplementedError)
 
-    def imported(self) -> ReadBack:
-        """The result; NotApplicable where the consumer declined the case,
-        Failed where it refused it."""
+    @property
+    def faulted(self) -> bool:
+        """Whether what the consumer raised is a fault of its own code (an
+        IndexError reading a shape, an AttributeError), not a refusal."""
+        return self.refused_with(*_FAULTS)
+
+    def fault(self) -> None:
+        """Failed where the consumer raised a fault of its own, not a refusal."""
+        if self.faulted:
+            raise Failed(f"{self.case.name}: raised {self.error}: a fault of the consumer's own, not a refusal")
+
+    def imported(self, *, refusable: bool = False) -> ReadBack:
+        """The result; NotApplicable where the consumer declined the case;
+        where it refused it, Failed, or Warned when the case is `refusable`
+        (a tensor a consumer may lack the means to hold: no requirement
+        breaks, no data is lost)."""
         if self.declined:
             raise NotApplicable(f"{self.case.name}: the consumer declines it ({self.error})")
         if self.result is None:
+            self.fault()
+            if refusable:
+                raise Warned(f"{self.case.name}: refused ({self.error}): the consumer imports no such tensor")
             raise Failed(f"{self.case.name}: refused ({self.error})")
         return self.result
 
@@ -464,10 +484,10 @@ def _lent(outcome: Outcome) -> str:
     return f"{outcome.case.name} (lent as {' and '.join(sorted(kinds)) or 'nothing'})"
 
 
-def _values(outcome: Outcome) -> ReadBack:
+def _values(outcome: Outcome, *, refusable: bool = False) -> ReadBack:
     """The imported result, checked against the case's expected values,
-    shape and dtype."""
-    got, case = outcome.imported(), outcome.case
+    shape and dtype (a refusal as Outcome.imported has it)."""
+    got, case = outcome.imported(refusable=refusable), outcome.case
     want_dtype = dtype_name(case.dtype)
     if got.shape != case.shape or got.dtype != want_dtype:
         raise Failed(f"{case.name}: imported as {got.describe()}, expected {want_dtype}{list(case.shape)}")
@@ -523,7 +543,7 @@ def import_values(consumer: Consumer) -> str:
 @clause("consumer.import.0-d", title="a 0-d tensor is imported as a 0-d array holding its value",
         source=PYTHON_SPEC, cites=_IMPORT_VALUES)
 def import_0d(consumer: Consumer) -> str:
-    got = _values(offer(consumer, SCALAR))
+    got = _values(offer(consumer, SCALAR), refusable=True)
     return f"{SCALAR.name}: read back through {got.via} as {got.describe()}, values right"
 
 
@@ -609,14 +629,23 @@ def strides_null(consumer: Consumer) -> str:
     # producer may answer with another version than the one asked for. A
     # consumer that refuses such an answer whatever its strides is judged by
     # consumer.legacy-answer, not here.
+    refused = []
+
     def check(case: Case) -> str:
         outcome = offer(consumer, case)
         if case is NULL_STRIDES_LEGACY and outcome.result is None and not outcome.declined \
-                and _refuses_legacy_answers(consumer):
+                and not outcome.faulted and _refuses_legacy_answers(consumer):
             return f"{_lent(outcome)}: refused, as every legacy answer (consumer.legacy-answer)"
-        _values(outcome)
+        try:
+            _values(outcome, refusable=True)
+        except Warned as refusal:  # a producer before DLPack 1.2 may send NULL strides
+            refused.append(case)
+            return str(refusal)
         return f"{_lent(outcome)}: values right"
-    return _each((NULL_STRIDES, NULL_STRIDES_LEGACY), check)
+    seen = _each((NULL_STRIDES, NULL_STRIDES_LEGACY), check)
+    if refused:
+        raise Warned(seen)
+    return seen
 
 
 def _refuses_legacy_answers(consumer: Consumer) -> bool:
@@ -649,6 +678,7 @@ class _VersionedOnlyProducer(ZooProducer):
 def legacy_refused(consumer: Consumer) -> str:
     outcome = offer(consumer, BASELINE, _VersionedOnlyProducer)
     if outcome.result is None and not outcome.declined:
+        outcome.fault()
         raise Warned(f"{_calls(outcome.calls)}: refused ({outcome.error}); the consumer cannot import from a "
                      "producer that refuses the legacy call, as the array API allows since March 2025")
     _values(outcome)
@@ -668,6 +698,7 @@ def legacy_answer(consumer: Consumer) -> str:
     if outcome.declined:
         outcome.imported()
     if outcome.result is None:
+        outcome.fault()
         words = (f"{LEGACY.name}, answered to {_calls(outcome.calls)}: refused ({outcome.error}); the consumer "
                  f"cannot import from a producer that answers a max_version request with a legacy capsule")
         if outcome.refused_with(BufferError):
@@ -689,6 +720,7 @@ def strides_honoured(consumer: Consumer) -> str:
         try:
             outcome = offer(consumer, case)
             if outcome.result is None and not outcome.declined:
+                outcome.fault()
                 if not outcome.refused_with(BufferError):
                     refused.append(case)
                 return f"{case.name}: refused ({outcome.error})"
@@ -710,7 +742,7 @@ def strides_honoured(consumer: Consumer) -> str:
 @clause("consumer.byte-offset", title="byte_offset is added to data: the values start where it points",
         source=HEADER, cites="The `byte_offset` field should be used to point to the beginning of the data.")
 def byte_offset(consumer: Consumer) -> str:
-    _values(offer(consumer, OFFSET))
+    _values(offer(consumer, OFFSET), refusable=True)
     return f"{OFFSET.name} (data 256-byte aligned, four elements before the first): values right"
 
 
@@ -723,6 +755,7 @@ def version_major_2(consumer: Consumer) -> str:
     outcome = offer(consumer, MAJOR_2).versioned()
     if outcome.result is not None:
         raise Failed(f"{MAJOR_2.name}: imported as {outcome.result.describe()}")
+    outcome.fault()
     _control(consumer, MAJOR_2)
     if not outcome.refused_with(BufferError):  # the sentence's BufferError is a producer's "should"
         raise Warned(f"{MAJOR_2.name}: refused with {outcome.error} (BufferError is recommended)")
@@ -737,6 +770,7 @@ def dtype_unknown(consumer: Consumer) -> str:
     outcome = offer(consumer, UNKNOWN_CODE)
     if outcome.result is not None:
         raise Failed(f"{UNKNOWN_CODE.name}: imported as {outcome.result.describe()}")
+    outcome.fault()
     _control(consumer, UNKNOWN_CODE)
     if outcome.refused_with(BufferError):
         return f"refused: {outcome.error}"
@@ -749,6 +783,7 @@ def dtype_lanes(consumer: Consumer) -> str:
     outcome = offer(consumer, LANES)
     got = outcome.result
     if got is None:
+        outcome.fault()
         _control(consumer, LANES)
         return f"refused: {outcome.error}"
     if got.dtype == LANES.dtype and got.shape == LANES.shape and outcome.zero_copy():
@@ -764,7 +799,7 @@ def dtype_lanes(consumer: Consumer) -> str:
         cites="If the array is of size zero, the data pointer in DLTensor should be set to either NULL or 0.")
 def empty_null_data(consumer: Consumer) -> str:
     outcome = offer(consumer, EMPTY)
-    return f"{outcome.case.name}: imported as {_values(outcome).describe()}"
+    return f"{outcome.case.name}: imported as {_values(outcome, refusable=True).describe()}"
 
 
 @clause("consumer.read-only", title="READ_ONLY data becomes a read-only array, or a copy, or the flag is ignored "

@@ -291,3 +291,17 @@ def copies_for_a_device(x, *, copy=None, device=None):
     """Copies whenever a device is named, even the one the data is on."""
     array = consume(x, copy=copy, device=device)
     return array.copy() if device is not None else array
+
+
+def index_error_on_0_d(x, *, copy=None, device=None):
+    """Reads the first extent of every tensor: IndexError on a 0-d one, a fault, not a refusal."""
+    array = consume(x, copy=copy, device=device)
+    array.shape[0]
+    return array
+
+
+def refuses_0_d(x, *, copy=None, device=None):
+    array = consume(x, copy=copy, device=device)
+    if array.ndim == 0:
+        raise BufferError("this consumer's arrays have at least one axis")
+    return array

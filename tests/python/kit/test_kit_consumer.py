@@ -147,6 +147,8 @@ SEEDED = {
                                                  "writable"),
     "leaks": ("consumer.deleter.released", "float32[6] imported: 0;"),
     "frees_twice": ("consumer.deleter.once", "float32[6] imported: 2;"),
+    "index_error_on_0_d": ("consumer.import.0-d", "0-d float32: raised IndexError: tuple index out of range: a fault "
+                                                  "of the consumer's own, not a refusal"),
     "shares_on_copy_true": ("consumer.copy.true", "float32[6], copy=True: the result shares the producer's memory"),
     "copies_on_copy_false": ("consumer.copy.false", "float32[6], copy=False: the result is a copy"),
     "value_error_when_a_copy_is_needed": ("consumer.copy.false", "float32[6] from a producer that refuses "
@@ -233,6 +235,8 @@ SEEDED_WARNINGS = {
     "value_error_on_major_2": ("consumer.version.major-2", "refused with ValueError: cannot import: DLPack major "
                                                            "version 2 (BufferError is recommended)"),
     "clears_the_destructor": ("consumer.import.zero-copy", "a copy"),
+    "refuses_0_d": ("consumer.import.0-d", "0-d float32: refused (BufferError: this consumer's arrays have at least "
+                                           "one axis): the consumer imports no such tensor"),
     "no_retry": ("consumer.retry.legacy-producer", "__dlpack__(max_version=(1, 3)); from_dlpack raised TypeError: "
                                                    "__dlpack__() got an unexpected keyword argument 'max_version'"),
     "copies_for_a_device": ("consumer.device.cpu", "float32[6], device=\"cpu\": values right, a copy"),
