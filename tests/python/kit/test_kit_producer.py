@@ -14,7 +14,7 @@ import pytest
 
 import kit_seeded_producers as seeded
 import peers
-from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, check, check_producer, clauses, libraries
+from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, WARN, check, check_producer, clauses, libraries
 from dlbridge.testing import _producer
 
 # The seeded deprecated_dlpack's warning, which every clause sets off.
@@ -92,16 +92,12 @@ SEEDED = [
      "__dlpack__(max_version=None) returned a 'dltensor_versioned' capsule"),
     ("versioned_for_0_x", "producer.capsule.max-version-0",
      "__dlpack__(max_version=(0, 8)) returned a 'dltensor_versioned' capsule"),
-    ("refuses_1_0", "producer.capsule.max-version-1-0", "raised BufferError: max_version (1, 0) is older than 1.3"),
-    ("refuses_1_99", "producer.capsule.max-version-1-99", "raised BufferError: max_version (1, 99) is newer"),
-    ("refuses_2_0", "producer.capsule.max-version-2-0", "raised BufferError: max_version (2, 0) is not DLPack 1"),
     ("version_2_for_1_3", "producer.struct.version", "returned a tensor of version (2, 3)"),
     ("copy_true_shares", "producer.copy.true", "copy=True) returned the array's own data"),
     ("copy_false_copies", "producer.copy.false", "copy=False) returned other memory"),
     ("cpu_device_id_1", "producer.device.valid", "returned (1, 1): device_id 1 on kDLCPU"),
     ("bool_as_uint8", "producer.struct.shape-dtype", "dtype (code, bits, lanes) (1, 8, 1), not (2, 2), (6, 8, 1)"),
     ("padded_flag_on_whole_bytes", "producer.flags.subbyte-padded", "IS_SUBBYTE_TYPE_PADDED with bits 32"),
-    ("refuses_empty", "producer.struct.size-zero", "raised BufferError: an empty array has no data to export"),
     ("destructor_never_deletes", "producer.deleter.unconsumed",
      "the deleter was never called, and the tensor still holds 1 reference(s) to the array (a leak)"),
     ("view_as_c_order", "producer.struct.views",
@@ -121,6 +117,24 @@ SEEDED = [
     ("cuda_label_on_host_memory", "producer.device.memory",
      "and the host reads the array's values at its data pointer: host memory"),
 ]
+
+
+# Departures from what is recommended, not required: each warns exactly its clause.
+SEEDED_WARNINGS = [
+    ("refuses_1_0", "producer.capsule.max-version-1-0", "raised BufferError: max_version (1, 0) is older than 1.3: a "
+                                                        "consumer that asks so cannot import"),
+    ("refuses_1_99", "producer.capsule.max-version-1-99", "raised BufferError: max_version (1, 99) is newer"),
+    ("refuses_2_0", "producer.capsule.max-version-2-0", "raised BufferError: max_version (2, 0) is not DLPack 1"),
+    ("refuses_empty", "producer.struct.size-zero", "raised BufferError: an empty array has no data to export"),
+]
+
+
+@pytest.mark.peers_only
+@pytest.mark.parametrize("factory, clause_id, words", SEEDED_WARNINGS, ids=[f for f, _, _ in SEEDED_WARNINGS])
+def test_a_seeded_departure_warns_exactly_its_clause(factory, clause_id, words):
+    found = verdicts(check_producer(getattr(seeded, factory), only=MINE))
+    assert {c: v for c, (v, _) in found.items() if v in (WARN, FAIL)} == {clause_id: WARN}, found
+    assert words in found[clause_id][1], found[clause_id]
 
 
 @pytest.mark.peers_only
