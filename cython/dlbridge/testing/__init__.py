@@ -57,12 +57,20 @@ def check(side: str, spec: str, *, timeout: float = 60.0) -> list[Result]:
 
 def check_producer(factory: Callable[..., Any], only: Iterable[str] | None = None) -> list[Result]:
     """Every producer clause (or those of `only`) on `factory`, in this process."""
-    return list(run(Producer(factory, getattr(factory, "__qualname__", repr(factory))), only))
+    return list(run(Producer(factory, _name(factory)), only))
 
 
 def check_consumer(function: Callable[[Any], Any], only: Iterable[str] | None = None) -> list[Result]:
     """Every consumer clause (or those of `only`) on `function`, in this process."""
-    return list(run(Consumer(function, getattr(function, "__qualname__", repr(function))), only))
+    return list(run(Consumer(function, _name(function)), only))
+
+
+def _name(subject: Any) -> str:
+    """How the report names a callable given in this process."""
+    try:
+        return str(getattr(subject, "__qualname__", None) or type(subject).__qualname__)
+    except Exception:  # a callable whose attribute lookup raises
+        return type(subject).__qualname__
 
 
 # -- the pytest plugin (pytest -p dlbridge.testing) ------------------------------------

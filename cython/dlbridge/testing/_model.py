@@ -202,7 +202,11 @@ class Consumer:
 
     def __init__(self, function: Callable[..., Any], name: str):
         self.function, self.name = function, name
-        self.ndims = _ndims(getattr(function, "dlpack_ndims", None), name)
+        try:
+            declared = getattr(function, "dlpack_ndims", None)
+        except Exception as error:  # a callable whose attribute lookup raises
+            raise _spec_error(f"{name}.dlpack_ndims: reading it raised {describe(error)}") from None
+        self.ndims = _ndims(declared, name)
         self.keywords = {keyword: _takes_keyword(function, keyword) for keyword in ("copy", "device")}
 
     def takes(self, ndim: int) -> bool:
@@ -225,7 +229,7 @@ def _takes_keyword(function: Callable[..., Any], name: str) -> bool | None:
     cannot be read (a builtin may have none)."""
     try:
         parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
+    except Exception:  # none to read (a builtin), or a callable whose __signature__ raises
         return None
     return any(p.kind == p.VAR_KEYWORD or (p.name == name and p.kind != p.POSITIONAL_ONLY) for p in parameters)
 
@@ -243,10 +247,14 @@ def _ndims(value: Any, name: str) -> frozenset[int] | None:
             said = bounded(repr(value), 200)
         except Exception:
             said = f"a {type(value).__qualname__}"
-        from dlbridge.testing._runner import SpecError  # a cycle at import time
-        raise SpecError(f"{name}.dlpack_ndims: expected numbers of dimensions from 0 to 64 (such as (1,)), got "
-                        f"{said}")
+        raise _spec_error(f"{name}.dlpack_ndims: expected numbers of dimensions from 0 to 64 (such as (1,)), got "
+                          f"{said}")
     return ndims
+
+
+def _spec_error(message: str) -> Exception:
+    from dlbridge.testing._runner import SpecError  # a cycle at import time
+    return SpecError(message)
 
 
 def gpu_unavailable() -> str | None:

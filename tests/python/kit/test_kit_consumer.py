@@ -230,6 +230,32 @@ def test_dlpack_ndims_that_names_no_dimensions_is_a_spec_error(value):
         check_consumer(function)
 
 
+def test_a_function_whose_attributes_raise_is_a_spec_error_or_has_no_keywords():
+    class Hostile:
+        def __call__(self, x):
+            return libraries.dlbridge_from_dlpack(x)
+
+        def __getattr__(self, name):
+            raise RuntimeError(f"no {name} here")
+
+    with pytest.raises(dlbridge.testing.SpecError, match=r"Hostile.dlpack_ndims: reading it raised RuntimeError: "
+                                                         r"no dlpack_ndims here"):
+        check_consumer(Hostile())
+
+    class NoSignature:
+        def __call__(self, x, *, copy=None):
+            return libraries.dlbridge_from_dlpack(x, copy=copy)
+
+        @property
+        def __signature__(self):
+            raise RuntimeError("no signature")
+
+    [result] = check_consumer(NoSignature(), only=["consumer.copy.true"])
+    assert (result.verdict, result.observed) == (NOT_APPLICABLE, "the FUNCTION has no signature to show a copy "
+                                                 "keyword (FUNCTION(producer, *, copy=None) passes it to its "
+                                                 "from_dlpack)")
+
+
 # Seeded departures from what is recommended, not required: each warns exactly its clause.
 SEEDED_WARNINGS = {
     "value_error_on_major_2": ("consumer.version.major-2", "refused with ValueError: cannot import: DLPack major "
