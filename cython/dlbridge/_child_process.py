@@ -56,8 +56,26 @@ def _path_entries(path: Iterable[Any]) -> list[str]:
     return entries
 
 
+# The flags of sys.flags a child shares, and their options.
+_FLAGS = (("isolated", "-I"), ("ignore_environment", "-E"), ("no_user_site", "-s"), ("dont_write_bytecode", "-B"),
+          ("safe_path", "-P"))
+
+
+def interpreter_options() -> list[str]:
+    """The command-line options of this interpreter that its children must
+    share: those that change what it imports (-I, -E, -s, -P), -B, -O, -b,
+    every -W and every -X."""
+    flags = sys.flags
+    options = [option for name, option in _FLAGS if getattr(flags, name, 0)]  # safe_path: Python 3.11 on
+    options += ["-O"] * flags.optimize + ["-b"] * flags.bytes_warning
+    options += [f"-W{warning}" for warning in sys.warnoptions]
+    options += [f"-X{name}" if value is True else f"-X{name}={value}" for name, value in sys._xoptions.items()]
+    return options
+
+
 class ChildProcess:
-    """``python -m module`` with this interpreter and its options, this
+    """``python -m module`` with this interpreter and its options
+    (interpreter_options), this
     process's ``sys.path``, and `args`; see the module's docstring."""
 
     def __init__(self, module: str, args: Iterable[str]):
@@ -79,10 +97,10 @@ class ChildProcess:
             fds += [self._stderr_fd, stderr_write]
             for fd in (self._events_fd, self._stderr_fd):
                 os.set_blocking(fd, False)
-            flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]  # multiprocessing's too
             # A session of its own: killed as a group, with whatever it started, and spared the
             # terminal's Ctrl-C (which reaches the parent, that then ends it).
-            self.process = subprocess.Popen([sys.executable, *flags, "-m", module, str(write), self._config, *args],
+            self.process = subprocess.Popen([sys.executable, *interpreter_options(), "-m", module, str(write),
+                                             self._config, *args],
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=stderr_write, pass_fds=(write,), start_new_session=True)
         except BaseException:

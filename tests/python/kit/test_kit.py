@@ -393,3 +393,20 @@ def test_the_clauses_are_in_one_order_whatever_module_is_imported_first(first):
               "print([c.id for side in ('producer', 'consumer') for c in clauses(side)])")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == str([c.id for side in ("producer", "consumer") for c in clauses(side)])
+
+
+def test_the_children_run_with_the_interpreters_options(tmp_path, monkeypatch):
+    """-X, -W and the import flags reach the kit's children, read from sys
+    and sys.flags (no private helper of CPython's)."""
+    (tmp_path / "kit_options.py").write_text(textwrap.dedent("""
+        import sys
+
+        def factory(shape, dtype, *, read_only=False):
+            if sys.flags.dont_write_bytecode and sys._xoptions.get("dlbridge_probe") == "1":
+                raise NotImplementedError("the parent's -B and -X reached the child")
+            raise ValueError(f"flags {sys.flags}, -X {sys._xoptions}")
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    script = "from dlbridge.testing import check; print(check('producer', 'kit_options:factory')[0].observed)"
+    done = run("-B", "-X", "dlbridge_probe=1", "-c", script)
+    assert "the parent's -B and -X reached the child" in done.stdout, done.stdout + done.stderr
