@@ -34,7 +34,8 @@ import functools
 from typing import Any, Callable, Iterable
 
 from dlbridge.testing._model import (FAIL, NOT_APPLICABLE, PASS, WARN, Clause, Consumer, Producer, Result,
-                                     clauses, nothing_checked, run)
+                                     nothing_checked)
+from dlbridge.testing._registry import clauses, run
 from dlbridge.testing._runner import SpecError, check_loads, run_isolated, seconds_argument
 
 __all__ = ["PASS", "WARN", "FAIL", "NOT_APPLICABLE", "Clause", "Result", "SpecError", "KitWarning", "clauses",

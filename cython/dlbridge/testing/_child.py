@@ -9,7 +9,8 @@ import os
 import sys
 
 from dlbridge._child_process import open_channel
-from dlbridge.testing._model import clauses, run_clause
+from dlbridge.testing._model import run_clause
+from dlbridge.testing._registry import clauses
 from dlbridge.testing._runner import SpecError, subject
 
 

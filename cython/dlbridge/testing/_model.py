@@ -23,7 +23,7 @@ import dataclasses
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 PASS, WARN, FAIL, NOT_APPLICABLE = "pass", "warn", "fail", "n/a"
 VERDICTS = (PASS, WARN, FAIL, NOT_APPLICABLE)
@@ -78,20 +78,6 @@ def clause(id: str, *, title: str, source: str, cites: str, tier: str = "cpu"):
         CLAUSES.append(Clause(id, side, title, source, cites, tier, check))
         return check
     return register
-
-
-# The modules that register clauses, in the order of the report.
-_MODULES = ("_producer", "_interfaces", "_exchange", "_consumer", "_gpu")
-
-
-def clauses(side: str) -> list[Clause]:
-    """Every clause of `side`, in the order of the report: the GPU tier
-    last, then by module, then as each module defines them. Whatever order
-    the modules were imported in (a child process must number them as its
-    parent does)."""
-    from dlbridge.testing import _producer, _interfaces, _exchange, _consumer, _gpu  # noqa: F401  (they register)
-    return sorted((c for c in CLAUSES if c.side == side),
-                  key=lambda c: (c.tier == "gpu", _MODULES.index(c.check.__module__.rpartition(".")[2])))
 
 
 OBSERVED_LIMIT = 1 << 16  # characters of an observation; a library's message can be any size
@@ -299,12 +285,3 @@ def is_deprecation(category: type) -> bool:
 def nothing_checked(results: Iterable[Result]) -> bool:
     """Whether no clause applied: neither a pass nor a failure among `results`."""
     return all(r.verdict == NOT_APPLICABLE for r in results)
-
-
-def run(subject: Producer | Consumer, only: Iterable[str] | None = None) -> Iterator[Result]:
-    """The verdict of each clause of the subject's side, in order; `only`
-    restricts them to those ids."""
-    wanted = None if only is None else set(only)
-    for check in clauses(subject.side):
-        if wanted is None or check.id in wanted:
-            yield run_clause(check, subject)

@@ -508,48 +508,40 @@ def _named(producer: Producer, version: tuple[int, int] | None, allowed: tuple[b
     return found
 
 
-@clause("producer.capsule.max-version-none", title="max_version=None gives a \"dltensor\" capsule, or BufferError",
-        source=ARRAY_API,
-        cites="if max_version is None: # Keep and use the DLPack 0.X implementation # Note: from March 2025 "
-              "onwards (but ideally as late as possible), it's okay to raise BufferError here")
-def capsule_none(producer: Producer) -> str:
-    return _named(producer, None, (b"dltensor",), refusable=True)
+# The capsule each max_version gets: one rule, a clause per row.
+_LEGACY_ONLY, _ANY_CAPSULE = (b"dltensor",), (b"dltensor_versioned", b"dltensor")
+_MAX_VERSIONS = (
+    # (id suffix, max_version, the capsules allowed, whether BufferError is allowed, title, cites)
+    ("none", None, _LEGACY_ONLY, True, "max_version=None gives a \"dltensor\" capsule, or BufferError",
+     "if max_version is None: # Keep and use the DLPack 0.X implementation # Note: from March 2025 onwards (but "
+     "ideally as late as possible), it's okay to raise BufferError here"),
+    ("0", (0, 8), _LEGACY_ONLY, True, "max_version=(0, 8) gives a \"dltensor\" capsule, or BufferError",
+     "can the producer still export a capsule containing DLManagedTensor and not DLManagedTensorVersioned? If so, "
+     "use that. Else, the producer should raise a BufferError here to tell users that the consumer's max_version "
+     "is too old to allow the data exchange to happen."),
+    ("1-0", (1, 0), _ANY_CAPSULE, False, "max_version=(1, 0) gives a DLPack capsule (versioned recommended)",
+     "This method may return a capsule of version max_version (recommended if it does support that), or of a "
+     "different version."),
+    ("1-99", (1, 99), _ANY_CAPSULE, False, "max_version=(1, 99) gives a DLPack capsule (the producer's own version)",
+     "elif max_version[0] == our_own_dlpack_version[0]: # major versions match, we should still be fine here - "
+     "return our own max version"),
+    ("2-0", (2, 0), _ANY_CAPSULE, False,
+     "max_version=(2, 0) gives a DLPack capsule (the producer's own version), not BufferError",
+     "if max_version >= our_own_dlpack_version: # Consumer understands us, just return a Capsule with our max "
+     "version"),
+)
 
 
-@clause("producer.capsule.max-version-0", title="max_version=(0, 8) gives a \"dltensor\" capsule, or BufferError",
-        source=ARRAY_API,
-        cites="can the producer still export a capsule containing DLManagedTensor and not DLManagedTensorVersioned? "
-              "If so, use that. Else, the producer should raise a BufferError here to tell users that the "
-              "consumer's max_version is too old to allow the data exchange to happen.")
-def capsule_0(producer: Producer) -> str:
-    return _named(producer, (0, 8), (b"dltensor",), refusable=True)
+def _max_version_check(version: tuple[int, int] | None, allowed: tuple[bytes, ...],
+                       refusable: bool) -> Callable[[Producer], str]:
+    def check(producer: Producer) -> str:
+        return _named(producer, version, allowed, refusable=refusable)
+    return check
 
 
-@clause("producer.capsule.max-version-1-0", title="max_version=(1, 0) gives a DLPack capsule (versioned "
-                                                  "recommended)",
-        source=ARRAY_API,
-        cites="This method may return a capsule of version max_version (recommended if it does support that), or "
-              "of a different version.")
-def capsule_1_0(producer: Producer) -> str:
-    return _named(producer, (1, 0), (b"dltensor_versioned", b"dltensor"), refusable=False)
-
-
-@clause("producer.capsule.max-version-1-99", title="max_version=(1, 99) gives a DLPack capsule (the producer's own "
-                                                   "version)",
-        source=ARRAY_API,
-        cites="elif max_version[0] == our_own_dlpack_version[0]: # major versions match, we should still be fine "
-              "here - return our own max version")
-def capsule_1_99(producer: Producer) -> str:
-    return _named(producer, (1, 99), (b"dltensor_versioned", b"dltensor"), refusable=False)
-
-
-@clause("producer.capsule.max-version-2-0", title="max_version=(2, 0) gives a DLPack capsule (the producer's own "
-                                                  "version), not BufferError",
-        source=ARRAY_API,
-        cites="if max_version >= our_own_dlpack_version: # Consumer understands us, just return a Capsule with our "
-              "max version")
-def capsule_2_0(producer: Producer) -> str:
-    return _named(producer, (2, 0), (b"dltensor_versioned", b"dltensor"), refusable=False)
+for _suffix, _version, _allowed, _refusable, _title, _cites in _MAX_VERSIONS:
+    clause(f"producer.capsule.max-version-{_suffix}", title=_title, source=ARRAY_API, cites=_cites)(
+        _max_version_check(_version, _allowed, _refusable))
 
 
 # -- the struct, field by field --------------------------------------------------------------------

@@ -19,7 +19,8 @@ import time
 from typing import Any, Callable
 
 from dlbridge._child_process import ChildProcess, ending, wait
-from dlbridge.testing._model import FAIL, Consumer, Producer, Result, clauses, describe
+from dlbridge.testing._model import FAIL, Consumer, Producer, Result, describe
+from dlbridge.testing._registry import clauses
 
 
 class SpecError(Exception):
