@@ -18,6 +18,7 @@ and the C++ half's declarations (backend.hpp, numpy_arrays.hpp). The
 - _pickle.pxi: pickling;
 - _build_info.pxi: build_info();
 - _copy_threads.pxi: get_copy_threads, set_copy_threads;
+- _cuda_cache.pxi: release_cuda_cache();
 - _returns.pxi: arrays made in C++ returned like an input (wrap_like);
 - _arguments.pxi: the argument converter behind dlbridge/argument.hpp and
   dlbridge/returns.hpp, published as _argument_api."""

@@ -1,6 +1,6 @@
 # Included by _array.pyx; uses from it: nothing.
 # How many threads a CPU copy or cast may use (dlb::copy_threads in
-# host_copy.hpp, in this module, the one that copies).
+# dlbridge/copy/threads.hpp, in this module, the one that copies).
 import operator
 
 cimport dlbridge.cpp as cpp

@@ -39,9 +39,9 @@ cdef inline Array _wrap_host_fields(owner, cpp.borrowed_array* fields):
     """An Array on the host memory `fields` describes (read from an object's
     own fields: read_ndarray_fields, _jax_buffer), kept alive by `owner`.
     from_dlpack(ndarray)'s whole path: adopt is called here, not through
-    _adopt_object, whose returned tensor and error check made that path a
-    fifth slower (140 ns against 114: benchmarks/run.py --only exchange,
-    its first row, AMD EPYC)."""
+    _adopt_object, whose returned tensor and error check made that path
+    measurably slower (benchmarks/run.py --only exchange, its first row;
+    docs/performance.md has the figures)."""
     cdef size_t ndim = fields.tensor.ndim
     Py_INCREF(owner)  # given back by release_object, exactly once (adopt runs it where validation fails)
     return wrap(cpp.tensor.adopt(fields.tensor.data, cpp.dtype(fields.tensor.dtype.code, fields.tensor.dtype.bits, 1),
@@ -130,7 +130,7 @@ cdef Array _from_dlpack(x, device, copy):
         # not define is refused before __dlpack__ runs.
         source = dlpack_device(x)
         if source.has_value():
-            moving = _moving(source.value().device_type, source.value().device_id, target, copy)
+            moving = _needs_move(source.value().device_type, source.value().device_id, target, copy)
         # dlbridge's GPU work is ordered on the legacy default stream: CUDA
         # producers are told so (stream 1), so that they order their own
         # streams' work before it. One with no __dlpack_device__ is told no
@@ -141,11 +141,12 @@ cdef Array _from_dlpack(x, device, copy):
                                            source.value().device_type, source.value().device_id).is_stream_ordered()
                                        else None, False if copy is False else None), &copied)
         if not source.has_value():
-            moving = _moving(t.get_device().type, t.get_device().id, target, copy)  # the tensor's device
+            moving = _needs_move(t.get_device().type, t.get_device().id, target, copy)  # the tensor's device
         if t.get_device().type == cpp.kDLCUDAManaged:
             with nogil:  # the host may read it next: waits for the GPU
                 order_after_producer(t, cpp.legacy_default_stream)
-    if target is not None and not (t.get_device() == target.value) and not _host_to_cpu(t.get_device().type, target):
+    if (target is not None and not (t.get_device() == target.value)
+            and not _cpu_reads_in_place(t.get_device().type, target)):
         if not moving:
             raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
                               f"not on the requested {target}")
@@ -167,11 +168,11 @@ cdef int _refuse_copied(x) except -1:
 cdef object _legacy_stream = cpp.legacy_default_stream
 
 
-cdef bint _moving(int source_type, int source_id, Device target, copy) except -1:
+cdef bint _needs_move(int source_type, int source_id, Device target, copy) except -1:
     """Whether data on device (source_type, source_id) must be copied to reach
     `target` (None: it stays); ValueError where it must and copy is False."""
     if (target is None or (source_type, source_id) == (target.value.type, target.value.id)
-            or _host_to_cpu(source_type, target)):
+            or _cpu_reads_in_place(source_type, target)):
         return False
     if copy is False:
         raise ValueError(f"from_dlpack: copy=False, but moving data from device {(source_type, source_id)} "
@@ -179,7 +180,7 @@ cdef bint _moving(int source_type, int source_id, Device target, copy) except -1
     return True
 
 
-cdef bint _host_to_cpu(int source_type, Device target):
+cdef bint _cpu_reads_in_place(int source_type, Device target):
     """Memory of `source_type` can serve a CPU target without a copy."""
     return target.value.type == cpp.kDLCPU and cpp.device(<cpp.DLDeviceType>source_type, 0).is_host_accessible()
 
@@ -302,7 +303,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         fresh = True
     cdef cpp.device where = a.t.get_device()
     cdef cpp.dtype element = a.t.type()
-    if target is not None and a.device != target and not _host_to_cpu(where.type, target):
+    if target is not None and a.device != target and not _cpu_reads_in_place(where.type, target):
         if copy is False:
             raise ValueError(f"asarray: copy=False, but moving data from {a.device} to {target} needs a copy")
         where = target.value

@@ -120,7 +120,7 @@ def test_round_int_helper():
     assert expected_value("float8_e8m0fnu", 3 * 2**59) == 2.0**61
 
 
-def test_the_issue_example():
+def test_a_value_just_past_a_rounding_tie_rounds_up_on_every_route():
     x = 2**60 + 2**52 + 1
     for a in (dlbridge.asarray(np.array([x, -x]), dtype="bfloat16"), dlbridge.asarray([x, -x], dtype="bfloat16"),
               dlbridge.asarray(torch.tensor([x, -x]), dtype="bfloat16")):

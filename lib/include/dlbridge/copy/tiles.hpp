@@ -7,10 +7,10 @@
 // larger one takes the memory tiles and streaming stores. The rule trusts the
 // reported last-level cache only up to trusted_cache_bytes (32 MiB). A
 // virtual machine's guest may report the host's whole cache, shared with
-// every other guest (an Intel Xeon KVM guest reports a 480 MiB L3): taken at
-// its word, 128 MiB transposes ran as if in cache, at 0.57-0.61 of a
-// contiguous copy instead of 0.8. A report can only mislead the rule
-// upwards (a guest shows the host's caches; none shows less than it has),
+// every other guest (docs/performance.md, "In the copies group", has what
+// such a report, taken at its word, did to 128 MiB transposes). A report can
+// only mislead the rule upwards (a guest shows the host's caches; none shows
+// less than it has),
 // and the cap bounds that: a guest's report cannot move the threshold past
 // 16 MiB, while a small machine's smaller cache still lowers it. 32 MiB is
 // the L3 of the machine the tiles were tuned on (one AMD EPYC core complex,
