@@ -47,6 +47,10 @@ JAX = tuple(int(part) for part in importlib.metadata.version("jax").split(".")[:
 # 0.8.1 it raises ValueError, as the array API asks.
 JAX_HONOURS_COPY_FALSE = JAX >= (0, 8, 1)
 
+# And from 0.8.1, jnp.from_dlpack(x, copy=True) of aligned host memory shares
+# it (x[0] = 42 shows in the result); 0.8.0 copies, as the array API asks.
+JAX_COPY_TRUE_SHARES = JAX >= (0, 8, 1)
+
 # JAX before 0.9.2 imports packed float4_e2m1fn through DLPack, values intact;
 # from 0.9.2 XLA on CPU refuses it (even JAX's own float4 arrays).
 JAX_IMPORTS_FLOAT4 = JAX < (0, 9, 2)
