@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.metadata
-import os
 import pathlib
 import platform
 import re
@@ -122,7 +121,7 @@ def collect(nanobind: pathlib.Path | None, jobs: int | None = None) -> Report:
     """Every clause on every subject whose library is installed; `nanobind`
     is the folder the extension was installed into (None leaves it out)."""
     from dlbridge.testing import check, clauses
-    from dlbridge.testing._model import gpu_unavailable
+    from dlbridge.testing._gpu import unavailable as gpu_unavailable
     found = versions()
     if nanobind is None:
         found["nanobind"] = None

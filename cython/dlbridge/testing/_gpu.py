@@ -17,8 +17,8 @@ not through any array library: ``Cuda`` allocates, reads and writes device
 memory, creates streams, and launches its one kernel, a spin of a given
 length written in PTX (which the driver compiles for whatever GPU it
 finds). Every clause here is registered with ``tier="gpu"``: without a
-usable CUDA device (as dlbridge's own runtime sees it) each is not
-applicable, without running. What needs no GPU (stream and interface
+usable CUDA device (as the kit's own look through the driver finds,
+``unavailable``) each is not applicable, without running. What needs no GPU (stream and interface
 verdicts, layouts, labels) is in plain functions, tested with fakes
 (tests/python/kit/test_kit_gpu.py).
 """
@@ -35,7 +35,8 @@ from typing import Any, Iterator, NamedTuple
 
 from dlbridge.testing import _abi
 from dlbridge.testing._abi import FLAG_IS_COPIED, Consumed
-from dlbridge.testing._model import Consumer, Failed, NotApplicable, Producer, clause, describe, expected_values
+from dlbridge.testing._model import (UNAVAILABLE, Consumer, Failed, NotApplicable, Producer, clause, describe,
+                                     expected_values)
 
 PYTHON_SPEC = "DLPack Python specification"
 ARRAY_API = "array API standard"
@@ -272,6 +273,21 @@ def driver() -> Cuda:
     """The process's Cuda (tests put a fake in its place)."""
     return _driver()
 
+
+def unavailable() -> str | None:
+    """Why the GPU tier cannot run here, as the kit's own look through the
+    CUDA driver finds (not as dlbridge, built with or without its CUDA
+    backend, sees it), or None where a CUDA device is usable."""
+    try:
+        driver()
+    except NotApplicable as reason:
+        return str(reason)
+    except CudaError as error:
+        return f"the CUDA driver finds no usable device ({error})"
+    return None
+
+
+UNAVAILABLE["gpu"] = unavailable
 
 class DeviceMemory:
     """Device memory the kit fills, freed when the last reference goes."""

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from dlbridge.testing._abi import DTYPES, FLAG_READ_ONLY, buffer_address, c_order_strides, dtype_name
+from dlbridge.testing._gpu import unavailable as gpu_unavailable
 from dlbridge.testing._model import (Consumer, Failed, NotApplicable, Producer, Warned, clause, describe,
-                                     expected_values, gpu_unavailable)
+                                     expected_values)
 from dlbridge.testing._producer import exported
 
 ARRAY_INTERFACE = "NumPy array interface (v3)"

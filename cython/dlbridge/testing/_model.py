@@ -243,25 +243,18 @@ def _spec_error(message: str) -> Exception:
     return SpecError(message)
 
 
-def gpu_unavailable() -> str | None:
-    """Why the GPU tier cannot run here, or None when a CUDA device is usable."""
-    import dlbridge
-    info = dlbridge.build_info()
-    if not info["cuda"]:
-        return "dlbridge was built without its CUDA backend"
-    if info["gpu_count"] == 0:
-        return "no CUDA device is usable here"
-    return None
+# Why the clauses of a tier cannot run here, or None where they can, by
+# tier: the module of a tier fills in its entry (_gpu.unavailable).
+UNAVAILABLE: dict[str, Callable[[], str | None]] = {"cpu": lambda: None}
 
 
 def run_clause(check: Clause, subject: Producer | Consumer) -> Result:
     """The verdict of one clause on `subject`, found in this process."""
     def result(verdict: str, observed: str) -> Result:
         return Result(check.id, verdict, bounded(observed), check.title, check.source, check.cites)
-    if check.tier == "gpu":
-        reason = gpu_unavailable()
-        if reason:
-            return result(NOT_APPLICABLE, f"GPU tier: {reason}")
+    reason = UNAVAILABLE[check.tier]()
+    if reason:
+        return result(NOT_APPLICABLE, f"{check.tier.upper()} tier: {reason}")
     try:
         return result(PASS, check.check(subject))
     except NotApplicable as error:

@@ -45,7 +45,7 @@ CONSUMER_IDS = [
 ]
 GPU_IDS = PRODUCER_IDS + CONSUMER_IDS
 SOURCES = {"DLPack Python specification", "dlpack.h", "array API standard", "CUDA Array Interface (v3)"}
-NO_GPU_REASON = _model.gpu_unavailable()
+NO_GPU_REASON = _gpu.unavailable()
 needs_no_gpu = pytest.mark.skipif(NO_GPU_REASON is None, reason="a GPU is usable here: the GPU tier runs")
 
 
@@ -338,7 +338,7 @@ def fake(monkeypatch):
     """The GPU tier on FakeCuda: clauses run, their reads and writes on host memory."""
     cuda = FakeCuda()
     monkeypatch.setattr(_gpu, "driver", lambda: cuda)
-    monkeypatch.setattr(_model, "gpu_unavailable", lambda: None)
+    monkeypatch.setitem(_model.UNAVAILABLE, "gpu", lambda: None)
     return cuda
 
 

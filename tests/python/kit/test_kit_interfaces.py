@@ -17,7 +17,7 @@ import kit_seeded_consumers
 from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, check_consumer, check_producer, clauses, libraries
 from dlbridge.testing._abi import (ALLOCATOR_ARGS, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPackVersion, Table,
                                    _api, _static_name)
-from dlbridge.testing._model import gpu_unavailable
+from dlbridge.testing._gpu import unavailable as gpu_unavailable
 from peers import ARRAY_API_STRICT_EXPORTS_A_BUFFER
 
 pytestmark = pytest.mark.numpy_jax  # NumPy's or JAX's arrays and dtypes as inputs: the floor stage runs it again
