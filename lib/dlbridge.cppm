@@ -112,7 +112,8 @@ using dlb::dtype_from_name;
 using dlb::dtype_from_typestr;
 using dlb::typestr;
 using dlb::buffer_format;
-using dlb::dtype_of;  // with its specialisations
+using dlb::dtype_of;
+using dlb::has_dtype;
 using dlb::can_cast_safely;
 using dlb::dtype_choices;
 

@@ -228,23 +228,40 @@ struct float_precision {
   return out;
 }
 
+namespace detail {
+// The C++ element types with a DLPack dtype: the one list, read by dtype_of
+// and by has_dtype (a view's element concept).
+template <class T> struct element_dtype {};
+template <std::uint8_t Code, std::uint8_t Bits> struct known_dtype {
+  static constexpr dtype value{Code, Bits};
+};
+template <> struct element_dtype<bool> : known_dtype<kDLBool, 8> {};
+template <> struct element_dtype<std::int8_t> : known_dtype<kDLInt, 8> {};
+template <> struct element_dtype<std::int16_t> : known_dtype<kDLInt, 16> {};
+template <> struct element_dtype<std::int32_t> : known_dtype<kDLInt, 32> {};
+template <> struct element_dtype<std::int64_t> : known_dtype<kDLInt, 64> {};
+template <> struct element_dtype<std::uint8_t> : known_dtype<kDLUInt, 8> {};
+template <> struct element_dtype<std::uint16_t> : known_dtype<kDLUInt, 16> {};
+template <> struct element_dtype<std::uint32_t> : known_dtype<kDLUInt, 32> {};
+template <> struct element_dtype<std::uint64_t> : known_dtype<kDLUInt, 64> {};
+template <> struct element_dtype<float> : known_dtype<kDLFloat, 32> {};
+template <> struct element_dtype<double> : known_dtype<kDLFloat, 64> {};
+template <> struct element_dtype<std::complex<float>> : known_dtype<kDLComplex, 64> {};
+template <> struct element_dtype<std::complex<double>> : known_dtype<kDLComplex, 128> {};
+}  // namespace detail
+
+// Whether the C++ type T (const or not) has a DLPack dtype.
+template <class T>
+inline constexpr bool has_dtype = requires { detail::element_dtype<std::remove_const_t<T>>::value; };
+
 // The dtype of a C++ element type.
 template <class T> inline constexpr dtype dtype_of = [] {
-  static_assert(sizeof(T) == 0, "no DLPack dtype for this C++ type");
-  return dtype{};
+  static_assert(has_dtype<T>, "no DLPack dtype for this C++ type");
+  if constexpr (has_dtype<T>) {
+    return detail::element_dtype<std::remove_const_t<T>>::value;
+  } else {
+    return dtype{};
+  }
 }();
-template <> inline constexpr dtype dtype_of<bool> = {kDLBool, 8};
-template <> inline constexpr dtype dtype_of<std::int8_t> = {kDLInt, 8};
-template <> inline constexpr dtype dtype_of<std::int16_t> = {kDLInt, 16};
-template <> inline constexpr dtype dtype_of<std::int32_t> = {kDLInt, 32};
-template <> inline constexpr dtype dtype_of<std::int64_t> = {kDLInt, 64};
-template <> inline constexpr dtype dtype_of<std::uint8_t> = {kDLUInt, 8};
-template <> inline constexpr dtype dtype_of<std::uint16_t> = {kDLUInt, 16};
-template <> inline constexpr dtype dtype_of<std::uint32_t> = {kDLUInt, 32};
-template <> inline constexpr dtype dtype_of<std::uint64_t> = {kDLUInt, 64};
-template <> inline constexpr dtype dtype_of<float> = {kDLFloat, 32};
-template <> inline constexpr dtype dtype_of<double> = {kDLFloat, 64};
-template <> inline constexpr dtype dtype_of<std::complex<float>> = {kDLComplex, 64};
-template <> inline constexpr dtype dtype_of<std::complex<double>> = {kDLComplex, 128};
 
 }  // namespace dlb

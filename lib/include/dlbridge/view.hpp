@@ -56,16 +56,9 @@ struct cuda { static constexpr DLDeviceType type = kDLCUDA; };
 struct cuda_host { static constexpr DLDeviceType type = kDLCUDAHost; };
 struct cuda_managed { static constexpr DLDeviceType type = kDLCUDAManaged; };
 
-// Element types a view can hold: those with a DLPack dtype.
+// Element types a view can hold: those with a DLPack dtype (dtype.hpp's list).
 template <class T>
-concept element = std::same_as<std::remove_const_t<T>, bool> ||
-                  std::same_as<std::remove_const_t<T>, std::int8_t> || std::same_as<std::remove_const_t<T>, std::int16_t> ||
-                  std::same_as<std::remove_const_t<T>, std::int32_t> || std::same_as<std::remove_const_t<T>, std::int64_t> ||
-                  std::same_as<std::remove_const_t<T>, std::uint8_t> || std::same_as<std::remove_const_t<T>, std::uint16_t> ||
-                  std::same_as<std::remove_const_t<T>, std::uint32_t> || std::same_as<std::remove_const_t<T>, std::uint64_t> ||
-                  std::same_as<std::remove_const_t<T>, float> || std::same_as<std::remove_const_t<T>, double> ||
-                  std::same_as<std::remove_const_t<T>, std::complex<float>> ||
-                  std::same_as<std::remove_const_t<T>, std::complex<double>>;
+concept element = has_dtype<T>;
 
 // -- Reading the constraints -------------------------------------------------
 
