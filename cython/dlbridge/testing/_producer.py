@@ -19,6 +19,7 @@ import warnings
 from ctypes import PYFUNCTYPE, c_void_p
 from typing import Any, Callable
 
+from dlbridge.testing import _gpu
 from dlbridge.testing._abi import (DELETER, DTYPES, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
                                    Consumed, DLManagedTensor, DLManagedTensorVersioned, _api, capsule_has_destructor,
                                    capsule_name, dtype_name)
@@ -270,13 +271,7 @@ def device_consistent(producer: Producer) -> str:
 def _memory_kind(address: int) -> tuple[str, int] | str:
     """(kind, ordinal) of the memory at `address` as the CUDA driver says
     (_gpu.Cuda.memory), or why the driver cannot be asked here."""
-    from dlbridge.testing import _gpu
-    try:
-        return _gpu.driver().memory(address)
-    except NotApplicable as reason:
-        return str(reason)
-    except _gpu.CudaError as error:
-        return f"the CUDA driver has no device here ({error})"
+    return _gpu.unavailable() or _gpu.driver().memory(address)
 
 
 @clause("producer.device.memory", title="the tensor's device is the memory its data is in: kDLCUDA is not host "
@@ -526,7 +521,7 @@ _MAX_VERSIONS = (
      "elif max_version[0] == our_own_dlpack_version[0]: # major versions match, we should still be fine here - "
      "return our own max version"),
     ("2-0", (2, 0), _ANY_CAPSULE, False,
-     "max_version=(2, 0) gives a DLPack capsule (the producer's own version), not BufferError",
+     "max_version=(2, 0) gives a DLPack capsule (the producer's own version; recommended)",
      "if max_version >= our_own_dlpack_version: # Consumer understands us, just return a Capsule with our max "
      "version"),
 )
