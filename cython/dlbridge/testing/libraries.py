@@ -210,9 +210,10 @@ def pyarrow_array(shape: tuple[int, ...], dtype: str, *, read_only: bool = False
         return pa.array(["a", "b", "c"])  # DLPack has no strings
     if len(shape) != 1:
         raise NotImplementedError("pyarrow's arrays are 1-D")
-    if dtype == "bool" or dtype.startswith("complex"):
-        raise NotImplementedError(f"pyarrow has no {dtype} DLPack can carry" if dtype == "bool"
-                                  else f"pyarrow has no {dtype}")
+    if dtype == "bool":
+        raise NotImplementedError("pyarrow's booleans are bit-packed, which DLPack cannot carry")
+    if dtype.startswith("complex"):
+        raise NotImplementedError(f"pyarrow has no {dtype}")
     if view not in (None, "offset"):
         raise NotImplementedError("a pyarrow array is a slice of a buffer: an offset, no step")
     base = _base_shape(shape, view)
