@@ -20,9 +20,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dlbridge.testing._abi import (DELETER, FLAG_IS_COPIED, FLAG_READ_ONLY, MAX_ELEMENTS_READ, Consumed,
-                                   DLPackExchangeAPI, DLPackVersion, ManagedTensor, buffer_address,
-                                   capsule_has_destructor, capsule_name, dtype_name, exchange_capsule)
+from dlbridge.testing._abi import (ALLOCATOR_ARGS, DELETER, FLAG_IS_COPIED, FLAG_READ_ONLY, MAX_ELEMENTS_READ,
+                                   STREAM_ARGS, Consumed, DLPackExchangeAPI, DLPackVersion, ManagedTensor,
+                                   buffer_address, capsule_has_destructor, capsule_name, dtype_name, exchange_capsule)
 from dlbridge.testing._model import Consumer, Failed, NotApplicable, Warned, clause, describe, is_deprecation
 
 PYTHON_SPEC = "DLPack Python specification"
@@ -268,7 +268,8 @@ class ZooProducer(DevicelessZooProducer):
 # -- a zoo producer with a DLPack C exchange table -----------------------------------------------
 
 _FROM_OBJECT = PYFUNCTYPE(c_int, py_object, POINTER(c_void_p))
-_NOT_SERVED = PYFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_void_p)
+_TO_OBJECT = PYFUNCTYPE(c_int, c_void_p, POINTER(c_void_p))
+_ALLOCATOR = CFUNCTYPE(c_int, *ALLOCATOR_ARGS)  # may be called without the GIL: reports through SetError
 
 
 def _from_object(obj: Any, out: Any) -> int:
@@ -279,13 +280,21 @@ def _from_object(obj: Any, out: Any) -> int:
         obj.table_calls += 1
         out[0] = managed.address
         return 0
-    except Exception as error:  # no exception may cross the C boundary unreported
-        ctypes.pythonapi.PyErr_SetString(ctypes.py_object(BufferError), describe(error).encode())
+    except Exception:  # not the kit's to expect; nothing raised in a ctypes callback reaches its caller
         return -1
 
 
-def _not_served(*_: Any) -> int:
-    ctypes.pythonapi.PyErr_SetString(ctypes.py_object(BufferError), b"the kit's zoo table serves imports only")
+_NOT_SERVED = b"the kit's zoo table serves imports only"
+
+
+def _allocate(prototype: Any, out: Any, error_context: Any, set_error: Any) -> int:
+    set_error(error_context, b"BufferError", _NOT_SERVED)
+    return -1
+
+
+def _to_object(managed: Any, out: Any) -> int:
+    # A ctypes callback cannot leave the Python exception the slot's contract
+    # asks for: a consumer of the zoo never calls this slot.
     return -1
 
 
@@ -294,14 +303,14 @@ def _work_stream(device_type: int, device_id: int, out: Any) -> int:
     return 0
 
 
-_TABLE_FUNCTIONS = (_FROM_OBJECT(_from_object), _NOT_SERVED(_not_served),
-                    CFUNCTYPE(c_int, ctypes.c_int32, ctypes.c_int32, POINTER(c_void_p))(_work_stream))
+_TABLE_FUNCTIONS = {"managed_tensor_from_py_object_no_sync": _FROM_OBJECT(_from_object),
+                    "managed_tensor_allocator": _ALLOCATOR(_allocate),
+                    "managed_tensor_to_py_object_no_sync": _TO_OBJECT(_to_object),
+                    "current_work_stream": CFUNCTYPE(c_int, *STREAM_ARGS)(_work_stream)}
 _TABLE = DLPackExchangeAPI()
 _TABLE.header.version = DLPackVersion(1, 3)
-_TABLE.managed_tensor_from_py_object_no_sync = ctypes.cast(_TABLE_FUNCTIONS[0], c_void_p).value
-_TABLE.managed_tensor_allocator = _TABLE.managed_tensor_to_py_object_no_sync = \
-    ctypes.cast(_TABLE_FUNCTIONS[1], c_void_p).value
-_TABLE.current_work_stream = ctypes.cast(_TABLE_FUNCTIONS[2], c_void_p).value
+for _slot, _function in _TABLE_FUNCTIONS.items():
+    setattr(_TABLE, _slot, ctypes.cast(_function, c_void_p).value)
 
 
 class ExchangeZooProducer(ZooProducer):
@@ -309,8 +318,9 @@ class ExchangeZooProducer(ZooProducer):
     (``__dlpack_c_exchange_api__``, and the int of DLPack 1.2's
     ``__c_dlpack_exchange_api__``): its managed_tensor_from_py_object_no_sync
     lends a versioned tensor of the case, as __dlpack__ does; the slots that
-    make objects or tensors for others refuse. `table_calls` counts the
-    tensors lent through the table."""
+    make tensors or objects for others refuse (the allocator through
+    SetError, managed_tensor_to_py_object_no_sync with -1 alone). `table_calls`
+    counts the tensors lent through the table."""
 
     __dlpack_c_exchange_api__ = exchange_capsule(ctypes.addressof(_TABLE))
     __c_dlpack_exchange_api__ = ctypes.addressof(_TABLE)  # DLPack 1.2's spelling, which some consumers read

@@ -13,6 +13,7 @@ import dlbridge
 import kit_seeded_consumers as seeded
 from dlbridge.testing import FAIL, NOT_APPLICABLE, PASS, WARN, check, check_consumer, clauses
 from dlbridge.testing import _consumer as kit
+from dlbridge.testing import _exchange
 from dlbridge.testing import libraries
 from dlbridge.testing._abi import FLAG_READ_ONLY, Consumed, Table, capsule_name, delete
 from dlbridge.testing._model import Failed
@@ -122,6 +123,15 @@ def test_the_exchange_table_of_the_zoo_lends_what_dunder_dlpack_lends():
     assert producer.table_calls == 1
     delete(tensor)
     assert producer.lent[0][0].deleter_calls == 1
+
+
+def test_the_zoo_table_refuses_to_make_tensors_or_objects():
+    """The allocator says why through SetError (it may run without the GIL)."""
+    table = Table(kit.ExchangeZooProducer.__dlpack_c_exchange_api__)
+    status, address, errors = _exchange._allocate(table, (2,), "float32", (1, 0))
+    assert (status, address, errors.calls) == (-1, 0, [("BufferError", "the kit's zoo table serves imports only")])
+    out = ctypes.c_void_p()
+    assert (table.to_object(None, ctypes.byref(out)), out.value) == (-1, None)
 
 
 def test_read_back_of_what_cannot_be_read_fails_naming_both_ways():
