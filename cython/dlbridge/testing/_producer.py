@@ -16,7 +16,7 @@ import gc
 import sys
 import threading
 import warnings
-from ctypes import PYFUNCTYPE, c_void_p
+from ctypes import POINTER, PYFUNCTYPE, byref, c_int, c_ulong, c_void_p
 from typing import Any, Callable
 
 from dlbridge.testing import _gpu
@@ -1035,12 +1035,34 @@ def deleter_no_gil(producer: Producer) -> str:
     tensor = export(_array(producer))
     if not tensor.managed.deleter:
         raise NotApplicable(f"{tensor.call} returned a tensor with a NULL deleter (allowed)")
-    deleter = DELETER(tensor.managed.deleter)  # ctypes lets go of the GIL for the call
     tensor.released = True
+    if _on_a_native_thread(tensor.managed.deleter, tensor.address):
+        return f"the deleter of {tensor.call}'s tensor returned on a thread Python never saw, without the GIL"
+    deleter = DELETER(tensor.managed.deleter)  # ctypes lets go of the GIL for the call
     thread = threading.Thread(target=deleter, args=(tensor.address,), name="dlpack-kit-deleter")
     thread.start()
     thread.join()
     return f"the deleter of {tensor.call}'s tensor returned on a thread without the GIL"
+
+
+def _on_a_native_thread(function: int, argument: int) -> bool:
+    """Whether the C function `function(argument)` ran on a thread of
+    pthread_create's, this one waiting in pthread_join without the GIL: as
+    a consumer's own thread calls a deleter, and with no Python thread
+    holding the GIL meanwhile (a deleter that touches Python without it
+    then fails at once, not by a race). False where there are no pthreads."""
+    libc = ctypes.CDLL(None)
+    try:
+        create, join = libc.pthread_create, libc.pthread_join
+    except AttributeError:
+        return False
+    create.argtypes, create.restype = [POINTER(c_ulong), c_void_p, c_void_p, c_void_p], c_int
+    join.argtypes, join.restype = [c_ulong, c_void_p], c_int
+    thread = c_ulong()
+    if create(byref(thread), None, function, argument) != 0:
+        return False
+    join(thread, None)  # a CDLL call: the GIL is let go while it waits
+    return True
 
 
 # -- the protocol path is not deprecated -----------------------------------------------------------
