@@ -530,19 +530,18 @@ class ArrayInterfaceOnly:
     """An object with an __array_interface__ and nothing else, over float32
     0, 1, ..., 5 it keeps."""
 
-    def __init__(self, **entries: Any):
+    def __init__(self, *, read_only: bool = False, **entries: Any):
         self.memory = (ctypes.c_float * 6)(*range(6))
-        self._interface = {"shape": _SHAPE, "typestr": _TYPESTR, "data": (ctypes.addressof(self.memory), False),
+        self._interface = {"shape": _SHAPE, "typestr": _TYPESTR, "data": (ctypes.addressof(self.memory), read_only),
                            "version": 3, **entries}
-        if entries.get("data") == "read-only":
-            self._interface["data"] = (ctypes.addressof(self.memory), True)
 
     @property
     def __array_interface__(self) -> dict:
         return dict(self._interface)
 
 
-def _interface_offer(consumer: Consumer, **entries: Any) -> tuple[Any, ArrayInterfaceOnly]:
+def _interface_offer(consumer: Consumer, *, read_only: bool = False,
+                     **entries: Any) -> tuple[Any, ArrayInterfaceOnly]:
     """(the read-back of what the consumer made, the object) of an
     __array_interface__ with `entries`; NotApplicable where the consumer
     does not take one with explicit strides either."""
@@ -555,7 +554,7 @@ def _interface_offer(consumer: Consumer, **entries: Any) -> tuple[Any, ArrayInte
     except Exception as error:
         raise NotApplicable(f"the consumer does not import an __array_interface__ (with strides (12, 4) it raised "
                             f"{describe(error)})") from None
-    given = ArrayInterfaceOnly(**entries)
+    given = ArrayInterfaceOnly(read_only=read_only, **entries)
     return read_back(consumer.consume(given)), given
 
 
@@ -592,7 +591,7 @@ def consumer_strides_none(consumer: Consumer) -> str:
               "storing the array contents. ... The second entry in the tuple is a read-only flag (true means the "
               "data area is read-only).")
 def consumer_read_only(consumer: Consumer) -> str:
-    got, given = _interface_offer(consumer, data="read-only", strides=(12, 4))
+    got, given = _interface_offer(consumer, read_only=True, strides=(12, 4))
     if got.address != ctypes.addressof(given.memory):
         return f"a copy (read through {got.via}), writable: {got.writable}"
     if got.writable is False:
