@@ -89,7 +89,7 @@ cdef int _borrow_found(x, cpp.borrowed_array* out) except -1:
             Py_INCREF(held)
             out.owner = <PyObject*>held
             return 0
-    cdef Array a = _shared_array(x, None, True)
+    cdef Array a = _shared_array(x)
     if a is None:
         return 1
     return _borrow_array(a, out, True)

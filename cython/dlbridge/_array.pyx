@@ -113,13 +113,6 @@ cdef Array _view(Array base, cpp.tensor& t):
     return wrap(kept)
 
 
-cdef inline int _require_copy_argument(copy) except -1:
-    """Refuses a ``copy=`` argument other than the array API's True, False or None."""
-    if copy is not None and type(copy) is not bool:
-        raise TypeError(f"copy must be True, False or None, got {copy!r}")
-    return 0
-
-
 cdef inline int _require(Array a) except -1:
     """Refuses an Array that holds no memory (see _not_initialised)."""
     if not a.t.has_value():
@@ -228,7 +221,7 @@ cdef object _export_shared(const cpp.tensor& t, bint versioned):
     return export_capsule(t, versioned, 0)
 
 
-cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, copy):
+cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, _copy_mode copy):
     """Array.__dlpack__ given a stream, a device or a copy request: the
     consumer's stream is ordered after a's work, and a copy is flagged IS_COPIED."""
     cdef cpp.device d = a.t.get_device()
@@ -237,14 +230,13 @@ cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, copy):
     cdef cpp.tensor out
     if dl_device is not None:
         target = _export_device(a, dl_device)
-    _require_copy_argument(copy)
     if stream is not None:
         consumer = _consumer_stream(stream, target)
-    if not copy and target == d:
+    if copy != _copy_always and target == d:
         if consumer.has_value():
             return _export_shared(lend(a.t, consumer.value()), versioned)
         return _export_shared(a.t, versioned)
-    if copy is False:
+    if copy == _copy_never:
         raise BufferError(f"copy=False, but exporting an array on {a.device} to device "
                           f"{tuple(dl_device)} needs a copy")
     try:
@@ -406,7 +398,7 @@ cdef class Array:
             versioned = max_version[0] >= 1
         if stream is None and dl_device is None and copy is None:  # what most consumers ask
             return _export_shared(self.t, versioned)
-        return _export_as_asked(self, stream, versioned, dl_device, copy)
+        return _export_as_asked(self, stream, versioned, dl_device, _as_copy_mode(copy))
 
     # -- devices ------------------------------------------------------------
     def to_device(self, device, /, *, stream=None):

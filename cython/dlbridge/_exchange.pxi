@@ -1,5 +1,4 @@
-# Included by _array.pyx; uses from it: Array, wrap, _view, _require, empty_on, ordered_import;
-# _refuse_copied (_importers.pxi).
+# Included by _array.pyx; uses from it: Array, wrap, _view, _require, empty_on, ordered_import.
 # The DLPack 1.3 C exchange API: dlbridge's own table, published on Array as
 # __dlpack_c_exchange_api__ (a capsule) and __c_dlpack_exchange_api__ (the
 # DLPack 1.2 int form), and from_dlpack's import through the table of a
@@ -348,10 +347,10 @@ cdef int _check_slot(int status, object x, str slot) except -1:
     return -1
 
 
-cdef Array from_exchange_api(object x, bint copy_false=False):
+cdef Array from_exchange_api(object x, bint* copied):
     """from_dlpack(x) through the exchange table of type(x): an Array, or None
     when the type has no DLPack 1.x table or its table fails to export x.
-    copy_false: ValueError where the table says it copied the data."""
+    `copied`: set where the table says it copied the data (IS_COPIED)."""
     cdef const cpp.DLPackExchangeAPI* api = _type_exchange_api(x)
     if api == NULL:
         return None
@@ -359,7 +358,7 @@ cdef Array from_exchange_api(object x, bint copy_false=False):
         # An Array (or a subclass keeping dlbridge's table): a view of it, no
         # export in between, so that the collector can follow what holds the memory.
         return _whole_view(<Array>x)
-    return _import_through(api, x, copy_false)
+    return _import_through(api, x, copied)
 
 
 cdef Array _whole_view(Array a):
@@ -369,7 +368,7 @@ cdef Array _whole_view(Array a):
     return _view(a, t)
 
 
-cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy_false):
+cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint* copied):
     # Apart from from_exchange_api, so that producers with no table do not
     # pay for this function's C++ locals.
     _torch_state_checked(x)
@@ -385,11 +384,9 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint copy
     if m == NULL:
         return None
     # The slot takes no copy argument: a producer may copy (and says so with
-    # IS_COPIED), which copy=False must not let pass.
-    cdef bint copied = (m.flags & cpp.dlpack_flag_is_copied) != 0
+    # IS_COPIED), which copy=False must not let pass (the import's finish).
+    copied[0] = (m.flags & cpp.dlpack_flag_is_copied) != 0
     cdef cpp.tensor t = cpp.tensor.import_(m, cpp.release_versioned)
-    if copied and copy_false:
-        _refuse_copied(x)  # t's destructor releases the copy
     # The slot does not synchronise: the data is ready in the order of the
     # producer's current work stream, which the legacy default stream (where
     # dlbridge's arrays are ready) must wait for, and the host too for

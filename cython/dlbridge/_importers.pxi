@@ -1,8 +1,9 @@
-# Included by _array.pyx; uses from it: Array, wrap, _require, _require_copy_argument, _copy_to,
+# Included by _array.pyx; uses from it: Array, wrap, _require, _copy_to,
 # is_ndarray_type, read_ndarray_fields, order_after_producer, cuda_pointer_device; _element_value,
 # _scalar_kind, _scalar_once (_scalars.pxi); _stream_int64 (_streams.pxi); from_exchange_api (_exchange.pxi).
-# from_dlpack and asarray, and asarray's sources: the array interfaces, the buffer
-# protocol, nested sequences; and the memory Python objects own.
+# from_dlpack and asarray: the import pipeline, its routes (the DLPack
+# producers', the array interfaces, the buffer protocol, nested sequences),
+# and the memory Python objects own.
 import operator
 import sys
 import warnings
@@ -73,126 +74,202 @@ cdef cpp.tensor _adopt_buffer(Py_buffer* view, cpp.dtype t, cpp.extents_t shape,
 
 
 # ---------------------------------------------------------------------------
-# from_dlpack
+# The import pipeline. from_dlpack and asarray convert their arguments once,
+# at the door, into an _import_request; try their routes in order, each an
+# acquire step that answers with an Array sharing what it found (saying in
+# the request whether that is a copy already) or None where it does not
+# apply; and end in one finish, which moves, converts, copies and refuses.
+# A new producer route is one function in a list.
+
+cdef enum _copy_mode:
+    _copy_if_needed  # copy=None
+    _copy_always     # copy=True
+    _copy_never      # copy=False
+
+
+cdef inline _copy_mode _as_copy_mode(copy) except *:
+    """The array API's copy argument: True, False or None; TypeError otherwise."""
+    if copy is None:
+        return _copy_if_needed
+    if type(copy) is bool:
+        return _copy_always if copy else _copy_never
+    raise TypeError(f"copy must be True, False or None, got {copy!r}")
+
+
+cdef struct _import_request:
+    const char* function  # who asked, for messages: "from_dlpack", "asarray"
+    _copy_mode copy
+    bint moves            # a target device was given ...
+    cpp.device target     # ... this one
+    bint converts         # a dtype was given (asarray) ...
+    cpp.dtype dtype       # ... this one
+    bint copied           # set by the route that answers: its Array is a copy already
+
+
+ctypedef Array (*_import_route)(object, _import_request*)
+
+
+cdef _import_request _request(const char* function, device, copy, dtype=None) except *:
+    cdef _import_request r
+    r.function = function
+    r.copy = _as_copy_mode(copy)
+    r.moves = device is not None
+    if r.moves:
+        r.target = (<Device>as_device(device)).value
+    r.converts = dtype is not None
+    if r.converts:
+        r.dtype = (<DType>as_dtype(dtype)).value
+    r.copied = False
+    return r
+
+
+cdef Array _acquire(object x, const _import_route* routes, _import_request* r):
+    """The Array of the first route that answers (routes ends with NULL), or None."""
+    cdef Array a
+    while routes[0] != NULL:
+        a = routes[0](x, r)
+        if a is not None:
+            return a
+        routes += 1
+    return None
+
+
+cdef inline bint _cpu_reads_in_place(cpp.device source, cpp.device target) noexcept:
+    """Memory on `source` can serve a CPU target without a copy."""
+    return target.type == cpp.kDLCPU and source.is_host_accessible()
+
+
+cdef inline bint _must_move(cpp.device source, const _import_request* r) noexcept:
+    """Data on `source` must be copied to reach the request's target device."""
+    return r.moves and not (source == r.target) and not _cpu_reads_in_place(source, r.target)
+
+
+cdef int _refuse_move(cpp.device source, const _import_request* r) except -1:
+    raise ValueError(f"{r.function.decode()}: copy=False, but moving data from {device_from_cpp(source)} "
+                     f"to {device_from_cpp(r.target)} needs a copy")
+
+
+cdef Array _finish(Array a, const _import_request* r, object x):
+    """a as the request asks: on its device, of its dtype, copied or not."""
+    cdef cpp.device where = a.t.get_device()
+    cdef cpp.dtype element = a.t.type()
+    if _must_move(where, r):
+        if r.copy == _copy_never:
+            _refuse_move(where, r)
+        where = r.target
+    if r.converts and not (r.dtype == element):
+        if r.copy == _copy_never:
+            raise ValueError(f"{r.function.decode()}: copy=False, but converting {dtype_from_cpp(element).name} "
+                             f"to {dtype_from_cpp(r.dtype).name} needs a copy")
+        if cpp.is_complex(element) and not cpp.is_complex(r.dtype):
+            raise TypeError(f"{r.function.decode()}: cannot convert complex {dtype_from_cpp(element).name} "
+                            f"to {dtype_from_cpp(r.dtype).name}")
+        element = r.dtype
+    if r.copied and r.copy == _copy_never:
+        raise ValueError(f"{r.function.decode()}: copy=False, but {type(x).__name__} copied the data "
+                         f"(its DLPack tensor has IS_COPIED set)")  # a's release frees the copy
+    cdef cpp.tensor t
+    if not (where == a.t.get_device() and element == a.t.type()) or (r.copy == _copy_always and not r.copied):
+        t = _copy_to(a.t, where, element)
+        return wrap(t)
+    return a
+
+
+# ---------------------------------------------------------------------------
+# from_dlpack and its routes
 
 @cython.binding(False)
 @cython.embedsignature.format("clinic")
 def from_dlpack(x, /, *, device=None, copy=None):
     """An Array sharing the memory of any DLPack producer (array API).
 
-    Where ``device`` is not given, reads an exact ``numpy.ndarray``'s own
-    fields where DLPack can carry it, uses the DLPack C exchange API of
-    ``type(x)`` when it has one (PyTorch does), and a JAX host array's
-    buffer (a table's tensor flagged IS_COPIED is ValueError under
-    ``copy=False``); otherwise asks ``x.__dlpack__`` for a
-    DLPack 1.3 capsule, falling back to the legacy protocol for producers
-    older than DLPack 1.0 (a producer with no ``__dlpack_device__`` is
-    taken too: its tensor says where the data is). ``copy=True`` always
-    copies (the result is writable), and dlbridge makes the copy: no
-    producer is asked for one; ``copy=False`` raises ValueError if a copy
-    would be needed; ``device`` asks for the data on another device. An
+    Reads an exact ``numpy.ndarray``'s own fields where DLPack can carry
+    it, uses the DLPack C exchange API of ``type(x)`` when it has one
+    (PyTorch does), and a JAX host array's buffer; otherwise asks
+    ``x.__dlpack__`` for a DLPack 1.3 capsule, falling back to the legacy
+    protocol for producers older than DLPack 1.0 (a producer with no
+    ``__dlpack_device__`` is taken too: its tensor says where the data is).
+    ``copy=True`` always copies (the result is writable), and dlbridge
+    makes the copy: no producer is asked for one; ``copy=False`` raises
+    ValueError if a copy would be needed, a tensor the producer flagged
+    IS_COPIED included; ``device`` asks for the data on another device. An
     object with no ``__dlpack__`` is TypeError: ``asarray`` takes sequences,
     scalars and the other array protocols. GPU data ready on a stream being
     captured into a CUDA graph (inside ``torch.cuda.graph``) is refused
     (BufferError): import it before or after the capture.
     """
-    return _from_dlpack(x, device, copy)
+    cdef _import_request r = _request(b"from_dlpack", device, copy)
+    return _finish(_acquire(x, _dlpack_routes, &r), &r, x)
 
 
-cdef Array _from_dlpack(x, device, copy):
-    # No producer is asked for a copy: copy=True takes what x shares and
-    # copies it here. A GPU producer's own copy would be made on its stream
-    # after it ordered ours (PyTorch's is), so ours would read it unwritten,
-    # and it would be freed without waiting for that read.
-    _require_copy_argument(copy)
-    cdef Array a = None
-    if device is None and is_ndarray_type(Py_TYPE(x)):
-        a = _from_ndarray(x)  # its own fields, no capsule; None where __dlpack__ must answer
-    if a is None and device is None and not PyCapsule_CheckExact(x):
-        a = from_exchange_api(x, copy is False)  # through type(x)'s DLPack C exchange API, when it has one
-        if a is None and _is_jax_array(Py_TYPE(x)):
-            a = _from_jax(x)  # None where JAX's buffer protocol cannot describe x
-    if a is not None:
-        return a.copy() if copy else a
-    cdef bint copied = False
-    cdef bint moving = False
+# No producer is asked for a copy: copy=True takes what x shares and copies
+# it here. A GPU producer's own copy would be made on its stream after it
+# ordered ours (PyTorch's is), so ours would read it unwritten, and it would
+# be freed without waiting for that read. The last route always answers.
+cdef _import_route[5] _dlpack_routes = [_ndarray_fields, _exchange_table, _jax_host_buffer, _dlpack_capsule, NULL]
+
+
+cdef Array _ndarray_fields(object x, _import_request* r):
+    """An exact ndarray's own fields (numpy_arrays.hpp), no capsule; None
+    where DLPack cannot carry the array as it is, so that __dlpack__ answers."""
+    cdef cpp.borrowed_array fields
+    if not is_ndarray_type(Py_TYPE(x)) or not read_ndarray_fields(<PyObject*>x, fields):
+        return None
+    return _wrap_host_fields(x, &fields)
+
+
+cdef Array _exchange_table(object x, _import_request* r):
+    """Through type(x)'s DLPack C exchange API, when it has one."""
+    return from_exchange_api(x, &r.copied)
+
+
+cdef Array _jax_host_buffer(object x, _import_request* r):
+    """A JAX host array's buffer (see _jax_buffer), holding it; None where
+    __dlpack__ must answer."""
+    if not _is_jax_array(Py_TYPE(x)):
+        return None
+    cdef cpp.borrowed_array fields
+    held = _jax_buffer(x, &fields)
+    if held is None:
+        return None
+    return _wrap_host_fields(held, &fields)
+
+
+cdef Array _dlpack_capsule(object x, _import_request* r):
+    """x.__dlpack__'s capsule (or x itself, a raw capsule, deprecated)."""
     cdef optional[cpp.DLDevice] source
     cdef cpp.tensor t
-    cdef Device target = None
-    if device is not None:
-        target = as_device(device)
     if PyCapsule_CheckExact(x):
         warnings.warn("from_dlpack: passing a raw DLPack capsule is deprecated; pass the object "
                       "that produced it (any object with __dlpack__)", DeprecationWarning, stacklevel=2)
-        t = import_capsule(x, &copied)
-    else:
-        # Asked first, as the protocol asks of consumers: a device DLPack does
-        # not define is refused before __dlpack__ runs.
-        source = dlpack_device(x)
-        if source.has_value():
-            moving = _needs_move(source.value().device_type, source.value().device_id, target, copy)
-        # dlbridge's GPU work is ordered on the legacy default stream: CUDA
-        # producers are told so (stream 1), so that they order their own
-        # streams' work before it. One with no __dlpack_device__ is told no
-        # stream, which DLPack reads as that same stream on CUDA and ROCm
-        # (the producer may wait for more than it must). Only copy=False is
-        # passed on (see above).
-        t = import_capsule(call_dlpack(x, _legacy_stream if source.has_value() and cpp.device(
-                                           source.value().device_type, source.value().device_id).is_stream_ordered()
-                                       else None, False if copy is False else None), &copied)
-        if not source.has_value():
-            moving = _needs_move(t.get_device().type, t.get_device().id, target, copy)  # the tensor's device
-        if t.get_device().type == cpp.kDLCUDAManaged:
-            with nogil:  # the host may read it next: waits for the GPU
-                order_after_producer(t, cpp.legacy_default_stream)
-    if (target is not None and not (t.get_device() == target.value)
-            and not _cpu_reads_in_place(t.get_device().type, target)):
-        if not moving:
-            raise BufferError(f"from_dlpack: the producer returned data on {device_from_cpp(t.get_device())}, "
-                              f"not on the requested {target}")
-        t = _copy_to(t, target.value, t.type())
+        t = import_capsule(x, &r.copied)
         return wrap(t)
-    if copy is False and copied:
-        _refuse_copied(x)  # t's destructor releases the copy
-    if copy and not copied:
-        t = _copy_to(t, t.get_device(), t.type())
+    # Asked first, as the protocol asks of consumers: a device DLPack does not
+    # define is refused before __dlpack__ runs, and so is a move copy=False forbids.
+    source = dlpack_device(x)
+    cdef bint stream_ordered = False
+    if source.has_value():
+        stream_ordered = cpp.device(source.value().device_type, source.value().device_id).is_stream_ordered()
+        if r.copy == _copy_never and _must_move(cpp.device(source.value().device_type, source.value().device_id), r):
+            _refuse_move(cpp.device(source.value().device_type, source.value().device_id), r)
+    # dlbridge's GPU work is ordered on the legacy default stream: CUDA
+    # producers are told so (stream 1), so that they order their own
+    # streams' work before it. One with no __dlpack_device__ is told no
+    # stream, which DLPack reads as that same stream on CUDA and ROCm (the
+    # producer may wait for more than it must). Only copy=False is passed on.
+    t = import_capsule(call_dlpack(x, _legacy_stream if stream_ordered else None,
+                                   False if r.copy == _copy_never else None), &r.copied)
+    if (source.has_value() and _must_move(t.get_device(), r)
+            and not _must_move(cpp.device(source.value().device_type, source.value().device_id), r)):
+        raise BufferError(f"{r.function.decode()}: the producer returned data on {device_from_cpp(t.get_device())}, "
+                          f"not on the requested {device_from_cpp(r.target)}")  # t's destructor releases it
+    if t.get_device().type == cpp.kDLCUDAManaged:
+        with nogil:  # the host may read it next: waits for the GPU
+            order_after_producer(t, cpp.legacy_default_stream)
     return wrap(t)
 
 
-cdef int _refuse_copied(x) except -1:
-    """copy=False where the producer's tensor came with IS_COPIED set."""
-    raise ValueError(f"from_dlpack: copy=False, but {type(x).__name__} copied the data "
-                     f"(its DLPack tensor has IS_COPIED set)")
-
-
 cdef object _legacy_stream = cpp.legacy_default_stream
-
-
-cdef bint _needs_move(int source_type, int source_id, Device target, copy) except -1:
-    """Whether data on device (source_type, source_id) must be copied to reach
-    `target` (None: it stays); ValueError where it must and copy is False."""
-    if (target is None or (source_type, source_id) == (target.value.type, target.value.id)
-            or _cpu_reads_in_place(source_type, target)):
-        return False
-    if copy is False:
-        raise ValueError(f"from_dlpack: copy=False, but moving data from device {(source_type, source_id)} "
-                         f"to {target} needs a copy")
-    return True
-
-
-cdef bint _cpu_reads_in_place(int source_type, Device target):
-    """Memory of `source_type` can serve a CPU target without a copy."""
-    return target.value.type == cpp.kDLCPU and cpp.device(<cpp.DLDeviceType>source_type, 0).is_host_accessible()
-
-
-cdef Array _from_ndarray(object x):
-    """An Array on an exact ndarray's memory, read from its fields
-    (numpy_arrays.hpp) and holding a reference to it; None where DLPack
-    cannot carry the array as it is, so that its __dlpack__ answers."""
-    cdef cpp.borrowed_array fields
-    if not read_ndarray_fields(<PyObject*>x, fields):
-        return None
-    return _wrap_host_fields(x, &fields)
 
 
 # JAX's host arrays, through the buffer protocol of jaxlib's ArrayImpl: it
@@ -266,16 +343,6 @@ cdef _HeldBuffer _jax_buffer(object x, cpp.borrowed_array* out):
     return held
 
 
-cdef Array _from_jax(object x):
-    """An Array on a JAX host array's buffer, holding it; None where
-    __dlpack__ must answer (see _jax_buffer)."""
-    cdef cpp.borrowed_array fields
-    held = _jax_buffer(x, &fields)
-    if held is None:
-        return None
-    return _wrap_host_fields(held, &fields)
-
-
 # ---------------------------------------------------------------------------
 # asarray and its sources
 
@@ -289,65 +356,78 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     ``__array_interface__``; the buffer protocol; nested sequences and Python
     scalars. Shares memory unless a copy is needed or asked for.
     """
-    cdef Array a
-    cdef bint fresh = False
-    cdef DType want = None if dtype is None else as_dtype(dtype)
-    cdef Device target = None if device is None else as_device(device)
-    cdef cpp.tensor t
-    _require_copy_argument(copy)
-    a = _shared_array(obj, device, copy is False)
-    if a is None:
-        if copy is False:
-            raise ValueError(f"asarray: copy=False, but a {type(obj).__name__} must be copied into an array")
-        a = _from_sequence(obj, want)
-        fresh = True
-    cdef cpp.device where = a.t.get_device()
-    cdef cpp.dtype element = a.t.type()
-    if target is not None and a.device != target and not _cpu_reads_in_place(where.type, target):
-        if copy is False:
-            raise ValueError(f"asarray: copy=False, but moving data from {a.device} to {target} needs a copy")
-        where = target.value
-    if want is not None and not (want.value == element):
-        if copy is False:
-            raise ValueError(f"asarray: copy=False, but converting {a.dtype.name} to {want.name} needs a copy")
-        if cpp.is_complex(element) and not cpp.is_complex(want.value):
-            raise TypeError(f"asarray: cannot convert complex {a.dtype.name} to {want.name}")
-        element = want.value
-    if not (where == a.t.get_device() and element == a.t.type()):
-        t = _copy_to(a.t, where, element)
-        return wrap(t)
-    if copy and not fresh:
-        return a.copy()
-    return a
+    cdef _import_request r = _request(b"asarray", device, copy, dtype)
+    return _finish(_acquire(obj, _asarray_routes, &r), &r, obj)
 
 
-cdef Array _shared_array(obj, device, bint copy_false):
+# Each interface is read once (a property may answer differently each time),
+# and its dict copied (a dict subclass's methods may lie): what is checked is
+# what is used. The last route always answers.
+cdef _import_route[7] _asarray_routes = [_the_array, _dlpack_producer, _cuda_array_interface, _array_interface,
+                                         _buffer_export, _nested_sequence, NULL]
+# The argument converter's: asarray's that share memory (argument.hpp: it copies no sequence itself).
+cdef _import_route[6] _sharing_routes = [_the_array, _dlpack_producer, _cuda_array_interface, _array_interface,
+                                         _buffer_export, NULL]
+
+
+cdef Array _shared_array(obj):
     """An Array sharing obj's memory through the first array protocol obj
     has (in asarray's order), or None where it has none (a sequence, a scalar)."""
-    cdef Array a
-    if type(obj) is Array:
-        a = <Array>obj
-        _require(a)
-        return a
-    if hasattr(type(obj), "__dlpack__"):
-        return _from_dlpack(obj, device, False if copy_false else None)
-    # Each interface is read once (a property may answer differently each
-    # time), and its dict copied (a dict subclass's methods may lie): what
-    # is checked is what is used.
+    cdef _import_request r = _request(b"asarray", None, False)
+    cdef Array a = _acquire(obj, _sharing_routes, &r)
+    return None if a is None else _finish(a, &r, obj)
+
+
+cdef Array _the_array(object obj, _import_request* r):
+    if type(obj) is not Array:
+        return None
+    _require(<Array>obj)
+    return <Array>obj
+
+
+cdef Array _dlpack_producer(object obj, _import_request* r):
+    """from_dlpack's routes, for an object whose type has __dlpack__."""
+    if not hasattr(type(obj), "__dlpack__"):
+        return None
+    return _acquire(obj, _dlpack_routes, r)
+
+
+cdef Array _cuda_array_interface(object obj, _import_request* r):
     interface = getattr(obj, "__cuda_array_interface__", _absent)
-    if interface is not _absent:
-        return _from_cuda_array_interface(obj, interface)
+    if interface is _absent:
+        return None
+    return _from_cuda_array_interface(obj, interface)
+
+
+cdef Array _array_interface(object obj, _import_request* r):
+    """__array_interface__ with a (pointer, read_only) data tuple; one
+    without leaves the data to the buffer protocol."""
     interface = getattr(obj, "__array_interface__", _absent)
+    if interface is _absent:
+        return None
     if isinstance(interface, dict):
         interface = dict(interface)
         if isinstance(interface.get("data"), tuple):
             return _from_array_interface(obj, interface)
-    if PyObject_CheckBuffer(obj) and not isinstance(obj, str):
-        return _from_buffer(obj)
-    if interface is not _absent:
+    if not PyObject_CheckBuffer(obj) or isinstance(obj, str):
         raise BufferError("asarray: __array_interface__ without a (pointer, read_only) data tuple "
                           "needs the object to export the buffer protocol, and it does not")
     return None
+
+
+cdef Array _buffer_export(object obj, _import_request* r):
+    if not PyObject_CheckBuffer(obj) or isinstance(obj, str):
+        return None
+    return _from_buffer(obj)
+
+
+cdef Array _nested_sequence(object obj, _import_request* r):
+    """A new array of a nested sequence's (or a scalar's) values."""
+    if r.copy == _copy_never:
+        raise ValueError(f"{r.function.decode()}: copy=False, but a {type(obj).__name__} must be copied "
+                         f"into an array")
+    r.copied = True
+    return _from_sequence(obj, dtype_from_cpp(r.dtype) if r.converts else None)
 
 
 cdef object _absent = object()  # an attribute getattr did not find

@@ -452,15 +452,21 @@ def test_an_override_added_later_is_seen():
     assert dlbridge.from_dlpack(x).data_ptr == x.data_ptr
 
 
-def test_from_dlpack_with_device_asks_dunder_dlpack_and_copy_copies_what_the_table_shares():
+def test_device_and_copy_take_the_table_and_copy_what_it_shares():
+    # The routes do not depend on the request: the one finish moves and
+    # copies what the table shares.
     kind, x = producer({})
     dlbridge.from_dlpack(x)
     assert len(kind.calls) == 0
     copied = dlbridge.from_dlpack(x, copy=True)  # never asked of the producer (guide.md)
     assert len(kind.calls) == 0 and copied.data_ptr != x.data_ptr and not copied.readonly
     assert copied.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
-    dlbridge.from_dlpack(x, device="cpu")
-    assert len(kind.calls) == 1
+    assert dlbridge.from_dlpack(x, device="cpu").data_ptr == x.data_ptr
+    assert dlbridge.from_dlpack(x, device="cpu", copy=True).data_ptr != x.data_ptr
+    with pytest.raises(ValueError, match=exactly("from_dlpack: copy=False, but moving data from cpu to cuda:0 "
+                                                 "needs a copy")):
+        dlbridge.from_dlpack(x, device="cuda", copy=False)
+    assert len(kind.calls) == 0
 
 
 def test_from_dlpack_through_the_table_keeps_read_only():

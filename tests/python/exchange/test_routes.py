@@ -105,7 +105,7 @@ def test_a_table_that_copied_is_refused_for_copy_false(convert):
     kind, x = producer({"__dlpack_c_exchange_api__": copying.capsule})
     before = sys.getrefcount(x)
     with pytest.raises(ValueError, match=exactly(
-            "from_dlpack: copy=False, but Producer copied the data (its DLPack tensor has IS_COPIED set)")):
+            f"{convert.__name__}: copy=False, but Producer copied the data (its DLPack tensor has IS_COPIED set)")):
         convert(x, copy=False)
     assert copying.deletions == 1 and kind.calls == []  # the copy was released, once
     # Without copy=False a copy is fine: the Array holds it until it dies.
@@ -132,8 +132,8 @@ class CopyingProducer:
 def test_a_capsule_flagged_copied_is_refused_for_copy_false():
     x = CopyingProducer()
     for convert in (dlbridge.from_dlpack, dlbridge.asarray):
-        with pytest.raises(ValueError, match=exactly("from_dlpack: copy=False, but CopyingProducer copied the data "
-                                                     "(its DLPack tensor has IS_COPIED set)")):
+        with pytest.raises(ValueError, match=exactly(f"{convert.__name__}: copy=False, but CopyingProducer copied "
+                                                     "the data (its DLPack tensor has IS_COPIED set)")):
             convert(x, copy=False)
         assert convert(x).tolist() == [1.0, 2.0]
 
