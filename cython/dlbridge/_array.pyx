@@ -3,7 +3,8 @@
 empty, zeros, full; and build_info(). One extension module (the one that
 links the CUDA runtime), written in files by concern. This one holds the
 Array type and what every other file uses: wrap, views, copies, exports
-and the C++ half's declarations (backend.hpp, numpy_arrays.hpp). The
+and the C++ half's declarations (dlbridge/cuda/arrays.hpp and its GIL
+glue backend.hpp, numpy_arrays.hpp). The
 .pxi files, each naming on its first line what it uses from the others:
 
 - _streams.pxi: the stream arguments of __dlpack__ and to_device;
@@ -11,9 +12,10 @@ and the C++ half's declarations (backend.hpp, numpy_arrays.hpp). The
 - _indexing.pxi: basic indexing (views);
 - _exchange.pxi: the DLPack C exchange API, dlbridge's table and imports
   through a producer's;
-- _importers.pxi: from_dlpack, asarray and their sources (array
-  interfaces, the buffer protocol, sequences), and the adopters of memory
-  that Python objects own;
+- _importers.pxi: the import pipeline of from_dlpack and asarray (the
+  door, the route lists, the finish), their routes (array interfaces, the
+  buffer protocol, sequences), and the adopters of memory that Python
+  objects own;
 - _creation.pxi: empty, zeros, full and the shape rule's errors;
 - _pickle.pxi: pickling;
 - _build_info.pxi: build_info();
@@ -57,16 +59,22 @@ def _reads_ndarray_fields(x):
     return is_ndarray_type(Py_TYPE(x))
 
 
+# Arrays on any device and the rule that orders GPU work on them, from the
+# dlbridge_cuda library (the backend, or where it was not built, the
+# implementation that refuses GPU work); backend.hpp adds the GIL glue.
 cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
     cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error nogil
-    void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error nogil
     cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
+
+
+cdef extern from "dlbridge/cuda/arrays.hpp" namespace "dlb::cuda_runtime":
+    void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error nogil
     cpp.tensor lend(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.tensor ordered_import(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     void order_after_producer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
     cpp.device cuda_pointer_device(const void*) except +raise_python_error
     cbool inherited_across_fork(const cpp.tensor&) noexcept
-    uint64_t _release_cuda_cache "dlb::python::release_cuda_cache"() except +raise_python_error nogil
+    uint64_t _release_cuda_cache "dlb::cuda_runtime::release_cuda_cache"() except +raise_python_error nogil
 
 
 # Copies of more bytes than this release the GIL.
@@ -183,7 +191,7 @@ cdef _require_host(Array a, str what):
 
 cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
                         cpp.cuda_stream stream=cpp.legacy_default_stream) except *:
-    """A C-contiguous copy of `t` on `where` as `type` (see backend.hpp: copy_to);
+    """A C-contiguous copy of `t` on `where` as `type` (see dlbridge/cuda/arrays.hpp: copy_to);
     the GIL is released for large copies and for any work on a GPU."""
     cdef cpp.tensor out
     if t.nbytes() > _nogil_bytes or t.get_device().type != cpp.kDLCPU or where.type != cpp.kDLCPU:

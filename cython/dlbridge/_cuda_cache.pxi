@@ -1,4 +1,4 @@
-# Included by _array.pyx; uses from it: _release_cuda_cache (backend.hpp).
+# Included by _array.pyx; uses from it: _release_cuda_cache (dlbridge/cuda/arrays.hpp).
 # Handing the device memory dlbridge's pools keep back to the driver.
 from libc.stdint cimport uint64_t
 

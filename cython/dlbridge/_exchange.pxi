@@ -24,7 +24,7 @@ cdef extern from "Python.h":
     PyObject* _PyType_Lookup(PyTypeObject* type, PyObject* name)
 
 
-# dlbridge's work stream on a CUDA device: the array rule of backend.hpp makes
+# dlbridge's work stream on a CUDA device: the array rule of dlbridge/cuda/arrays.hpp makes
 # every array ready in the order of the device's legacy default stream. It is
 # reported as cudaStreamLegacy, the handle 0x1, not as NULL: NULL means the
 # per-thread default stream in code built with --default-stream per-thread,
@@ -391,7 +391,7 @@ cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint* cop
     # producer's current work stream, which the legacy default stream (where
     # dlbridge's arrays are ready) must wait for, and the host too for
     # managed memory; that stream waits for dlbridge's work when the Array
-    # lets the memory go (backend.hpp: ordered_import). NULL names the legacy stream.
+    # lets the memory go (dlbridge/cuda/arrays.hpp: ordered_import). NULL names the legacy stream.
     # Refused (BufferError) while that stream is being captured into a CUDA graph
     # (inside torch.cuda.graph): the data exists only once the graph runs.
     cdef cpp.device d = t.get_device()

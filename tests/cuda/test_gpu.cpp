@@ -527,7 +527,7 @@ GPU_TEST_CASE("a release while the borrower's stream is captured into a CUDA gra
   CHECK(imported.nodes == 1);
 }
 
-// What a refusal of work across a capture asks (backend.hpp:
+// What a refusal of work across a capture asks (cuda/arrays.cpp:
 // refuse_capturing): the question leaves the capture valid, on the
 // blocking streams CuPy captures too, where asking of the legacy stream
 // would be an error.

@@ -318,6 +318,8 @@ def test_release_cuda_cache_without_a_gpu_releases_nothing():
 
 
 @needs_no_gpu
+@pytest.mark.skipif(not INFO["cuda"], reason="dlbridge was built without the CUDA backend (no nvcc), which alone "
+                                             "knows whether this process used CUDA before the fork")
 @pytest.mark.parametrize("device", [(3, 0), (13, 0)], ids=["cuda_host", "cuda_managed"])
 def test_a_forked_child_does_not_read_cuda_memory_it_inherited(device):
     # Host memory labelled pinned or managed stands in for the real thing:
