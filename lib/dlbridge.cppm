@@ -175,11 +175,15 @@ using dlb::validate_version;
 using dlb::is_float4_pairs;
 using dlb::unpair_float4;
 using dlb::validate;
+
+// dlbridge/demands.hpp
 using dlb::any_extent;
 using dlb::memory_order;
 using dlb::requirements;
 using dlb::check;
 using dlb::check_demands;
+
+// dlbridge/describe.hpp
 using dlb::write_description;
 using dlb::describe;  // every overload: describe(requirements...), describe<Views...>()
 

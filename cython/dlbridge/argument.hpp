@@ -41,6 +41,7 @@
 #include "dlbridge/argument_api.hpp"
 #include "dlbridge/python.hpp"
 #include "dlbridge/tensor.hpp"
+#include "dlbridge/demands.hpp"
 #include "dlbridge/validate.hpp"
 
 namespace dlb::python {

@@ -13,6 +13,7 @@
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/python.hpp"
 #include "dlbridge/tensor.hpp"
+#include "dlbridge/demands.hpp"
 #include "dlbridge/validate.hpp"
 
 namespace dlb::python {

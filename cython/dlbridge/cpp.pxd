@@ -231,6 +231,14 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
     cdef cppclass import_failure:
         const import_error& error()
 
+    # validate() (is it a well-formed tensor?): an empty optional means the
+    # tensor passed. It passes PyTorch's float4 pairs (is_float4_pairs),
+    # which dlb::tensor holds as float4_e2m1fn.
+    optional[import_error] validate(const DLTensor&)
+    cbool is_float4_pairs(dtype)
+
+
+cdef extern from "dlbridge/demands.hpp" namespace "dlb" nogil:
     # A wildcard extent in requirements.shape and dlb::shape<...>.
     const int64_t any_extent "dlb::any_extent"
 
@@ -251,16 +259,14 @@ cdef extern from "dlbridge/validate.hpp" namespace "dlb" nogil:
         DLDeviceType device_type
         cbool writable
 
-    # The checks every tensor passes: validate() (is it a well-formed
-    # tensor?) and check() (validate, then the demands in turn). An empty
-    # optional means the tensor passed. validate() passes PyTorch's float4
-    # pairs (is_float4_pairs), which dlb::tensor holds as float4_e2m1fn.
-    optional[import_error] validate(const DLTensor&)
-    cbool is_float4_pairs(dtype)
+    # The check every tensor passes at a boundary: validate(), then the
+    # demands in turn. An empty optional means the tensor passed.
     optional[import_error] check(const DLTensor&, cbool readonly, const requirements&)
     # check() of a tensor already validated: the demands alone.
     optional[import_error] check_demands(const DLTensor&, cbool readonly, const requirements&)
 
+
+cdef extern from "dlbridge/describe.hpp" namespace "dlb" nogil:
     # What demands read as, for signatures and docstrings (bytes in Python):
     # describe(V.demands()) is "float32[*, *] C-contiguous cpu read-only";
     # with the views of a multi-dtype argument, "(float32 | float64)[*, *] ...".

@@ -1,3 +1,4 @@
-// The doctest runner of dlbridge_cpp_tests; the test cases live in test_*.cpp.
+// The doctest runner of tests/cpp's executables (the static library
+// doctest_main); the test cases live in test_*.cpp.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>

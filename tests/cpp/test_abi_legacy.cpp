@@ -2,7 +2,6 @@
 // DLPack 0.6 on Debian 12): the legacy structs and every enumerator that header
 // has must match dlbridge/dlpack.hpp. Newer system headers are checked on the
 // 0.6 subset they all share, plus the versioned struct when they have it.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <dlpack/dlpack.h>  // upstream, global namespace

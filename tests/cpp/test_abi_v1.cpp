@@ -2,7 +2,6 @@
 // field offset, enumerator and flag of dlbridge/dlpack.hpp must equal
 // upstream's. The header is fetched at test time by fetch_dlpack_header.py and
 // found through -Ddlpack_v1_include; it is never part of the repository.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <dlpack/dlpack.h>  // upstream, global namespace

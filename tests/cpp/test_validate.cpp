@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dlbridge/demands.hpp"
 #include "dlbridge/validate.hpp"
 
 namespace {
@@ -408,7 +409,7 @@ TEST_CASE("validate: unpair_float4 spells float4 pairs as DLPack's float4_e2m1fn
   CHECK(vec(dlb::unpair_float4(v, dims).shape, dims + 2) == vec{3, 0});
 }
 
-TEST_CASE("validate: check_demands names a dtype without a name by its triple") {
+TEST_CASE("demands: check_demands names a dtype without a name by its triple") {
   alignas(8) unsigned char bytes[8] = {};
   vec shape{4};
   const dlb::DLTensor t{bytes, {dlb::kDLCPU, 0}, 1, {dlb::kDLFloat4_e2m1fn, 4, 2}, shape.data(), nullptr, 0};

@@ -42,6 +42,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlbridge/demands.hpp"
 #include "dlbridge/host_copy.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/validate.hpp"

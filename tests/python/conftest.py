@@ -17,6 +17,11 @@ def pytest_configure(config):
         "markers", "peers_only: runs no dlbridge code beyond its import: the conformance kit on other libraries' "
                    "subjects or on seeded bugs. tests/run's asan-python stage deselects these (docs/hardening.md).")
     config.addinivalue_line(
+        "markers", "supervision: the kit's or the doctor's handling of subjects that crash, hang, exit, fork or "
+                   "write too much, in child processes: the dlbridge code they reach is what the kit's and the "
+                   "doctor's own tests on dlbridge run (test_kit.py::test_dlbridge_passes_every_applicable_clause, "
+                   "test_doctor.py's main-job tests). tests/run's asan-python stage deselects these too.")
+    config.addinivalue_line(
         "markers", "no_sanitized_code: runs no dlbridge code the sanitized build instruments beyond its import "
                    "(Meson's configuration, C++ programs built without the sanitizers, mypy's reading of the "
                    "stubs, the GPU suites' skips). tests/run's asan-python stage deselects these too.")
@@ -25,7 +30,8 @@ def pytest_configure(config):
                    "comparison with what it does). tests/run's floor stage runs these with the oldest supported.")
     config.addinivalue_line(
         "markers", "any_python: the outcome does not depend on the Python version (C++ programs, Meson's "
-                   "configuration, the benchmarks' smoke pass). tests/run's versions stage deselects these.")
+                   "configuration, the benchmarks' smoke pass, what the CUDA backend itself does, which the versions "
+                   "stage does not build). tests/run's versions stage deselects these.")
     config.addinivalue_line(
         "markers", "needs_torch: uses PyTorch. tests/run's versions stage, on Pythons for which PyPI's PyTorch "
                    "brings CUDA, deselects these.")

@@ -842,26 +842,31 @@ def read_only(consumer: Consumer) -> str:
 
 
 def _read_only_result(outcome: Outcome) -> str:
-    """What the consumer made of READ_ONLY data: Failed where it is writable
-    and can show it could have been read-only, Warned where it ignored the
-    flag and hands the memory on as writable."""
-    got = outcome.imported()
-    if not outcome.zero_copy():
+    return read_only_verdict(outcome.imported(), outcome.zero_copy(), READ_ONLY.name, "the producer's")
+
+
+def read_only_verdict(got: ReadBack, shared: bool, flag: str, owner: str) -> str:
+    """What a consumer made of memory `flag` says is read-only (its owner's:
+    "the producer's"), whatever protocol said so: a copy, or read-only
+    memory, pass; Failed where the result shares the memory and its buffer is
+    writable, Warned where it ignored the flag and hands the memory on as
+    writable."""
+    if not shared:
         return f"a copy (read through {got.via}), writable: {got.writable}"
     if got.writable is False:
-        return f"read-only on the producer's memory (said by {got.writable_from})"
+        return f"read-only on {owner} memory (said by {got.writable_from})"
     if got.writable_from == "its buffer":
         # Every buffer says whether it is read-only: a consumer whose arrays
         # export buffers supports read-only arrays.
-        raise Failed(f"{READ_ONLY.name}: the result shares the producer's memory and its buffer is writable")
+        raise Failed(f"{flag}: the result shares {owner} read-only memory and its buffer is writable")
     # The array API lets a consumer that cannot hold read-only arrays ignore
     # the flag; but the result's own export now hands the memory on as
     # writable, and the next library writes into it.
     said = "its own export is a legacy capsule, which cannot say read-only" if got.writable is None else \
         "its own versioned export says writable"
-    raise Warned(f"flag ignored: the result shares the producer's read-only memory and {said}, so a library that "
-                 f"imports it from this one may write into it (the result has no buffer, so nothing shows it can "
-                 f"be read-only)")
+    raise Warned(f"flag ignored: the result shares {owner} read-only memory and {said}, so a library that imports "
+                 f"it from this one may write into it (the result has no buffer, so nothing shows it can be "
+                 f"read-only)")
 
 
 @clause("consumer.device.absent", title="an object with __dlpack__ but no __dlpack_device__ is imported, or "

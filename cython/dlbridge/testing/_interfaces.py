@@ -591,12 +591,7 @@ def consumer_strides_none(consumer: Consumer) -> str:
               "storing the array contents. ... The second entry in the tuple is a read-only flag (true means the "
               "data area is read-only).")
 def consumer_read_only(consumer: Consumer) -> str:
+    from dlbridge.testing._consumer import read_only_verdict
     got, given = _interface_offer(consumer, read_only=True, strides=(12, 4))
-    if got.address != ctypes.addressof(given.memory):
-        return f"a copy (read through {got.via}), writable: {got.writable}"
-    if got.writable is False:
-        return f"read-only on the object's memory (said by {got.writable_from})"
-    if got.writable_from == "its buffer":
-        raise Failed("data (address, True): the result shares the read-only memory and its buffer is writable")
-    raise Warned(f"data (address, True): the result shares the read-only memory and {got.writable_from} say "
-                 f"writable (the result has no buffer, so nothing shows it can be read-only)")
+    return read_only_verdict(got, got.address == ctypes.addressof(given.memory), "data (address, True)",
+                             "the object's")

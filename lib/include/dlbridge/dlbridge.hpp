@@ -3,6 +3,8 @@
 
 #include "dlbridge/host_copy.hpp"
 #include "dlbridge/convert.hpp"
+#include "dlbridge/demands.hpp"
+#include "dlbridge/describe.hpp"
 #include "dlbridge/device.hpp"
 #include "dlbridge/dispatch.hpp"
 #include "dlbridge/dlpack.hpp"

@@ -14,6 +14,8 @@
 #include <utility>
 
 #include "dlbridge/config.hpp"
+#include "dlbridge/demands.hpp"
+#include "dlbridge/describe.hpp"
 #include "dlbridge/device.hpp"
 #include "dlbridge/dlpack.hpp"
 #include "dlbridge/dtype.hpp"

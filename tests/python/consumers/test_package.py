@@ -11,7 +11,8 @@ PACKAGE = pathlib.Path(dlbridge.__file__).parent
 def test_get_include_has_the_headers():
     include = pathlib.Path(dlbridge.get_include())
     for header in ("dlbridge.hpp", "dlpack.hpp", "dtype.hpp", "device.hpp", "layout.hpp", "shape.hpp", "plan.hpp",
-                   "validate.hpp", "tensor.hpp", "dispatch.hpp", "small_float.hpp", "element.hpp", "host_copy.hpp",
+                   "validate.hpp", "demands.hpp", "describe.hpp", "tensor.hpp", "dispatch.hpp", "small_float.hpp",
+                   "element.hpp", "host_copy.hpp",
                    "stream.hpp", "version.hpp", "copy/walk.hpp", "copy/vectors.hpp", "copy/tiles.hpp",
                    "copy/threads.hpp", "copy/copies.hpp", "copy/casts.hpp", "python_copy.hpp"):
         assert (include / "dlbridge" / header).is_file(), header

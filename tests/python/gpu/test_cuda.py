@@ -28,6 +28,7 @@ CREATE = {
 }
 
 
+@pytest.mark.any_python  # Meson's configuration (the versions stage builds without the backend on purpose)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (the CUDA toolkit) is not installed here")
 def test_backend_is_built_where_nvcc_is():
     assert INFO["cuda"] is True
@@ -48,6 +49,7 @@ def _driver_loads():
     return True
 
 
+@pytest.mark.any_python  # the backend's: the versions stage builds without it
 @pytest.mark.skipif(not INFO["cuda"], reason="dlbridge was built without the CUDA backend (no nvcc)")
 def test_a_machine_without_a_driver_is_told_so():
     # The CUDA runtime calls a missing driver "insufficient"; dlbridge says what is missing.
@@ -318,6 +320,7 @@ def test_release_cuda_cache_without_a_gpu_releases_nothing():
 
 
 @needs_no_gpu
+@pytest.mark.any_python  # the backend's: the versions stage builds without it
 @pytest.mark.skipif(not INFO["cuda"], reason="dlbridge was built without the CUDA backend (no nvcc), which alone "
                                              "knows whether this process used CUDA before the fork")
 @pytest.mark.parametrize("device", [(3, 0), (13, 0)], ids=["cuda_host", "cuda_managed"])
@@ -342,6 +345,7 @@ def test_a_forked_child_does_not_read_cuda_memory_it_inherited(device):
     assert a.tolist() == [0.0, 1.0, 2.0]
 
 
+@pytest.mark.any_python  # the backend's: the versions stage builds without it
 @pytest.mark.skipif(not INFO["cuda"], reason="dlbridge was built without the CUDA backend (no nvcc)")
 def test_importing_dlbridge_asks_cuda_nothing():
     # The CUDA runtime loads the driver (libcuda.so.1, present or not) at its

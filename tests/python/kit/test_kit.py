@@ -125,6 +125,7 @@ def test_dlbridge_passes_every_applicable_clause():
         assert [r for r in results if r.verdict == FAIL] == []
 
 
+@pytest.mark.supervision
 def test_a_crash_fails_the_clause_in_flight_and_the_rest_still_run(seeded):
     results = check("producer", "kit_wrong:crashes")
     order = [c.id for c in clauses("producer")]
@@ -136,6 +137,7 @@ def test_a_crash_fails_the_clause_in_flight_and_the_rest_still_run(seeded):
     assert results[1] in crashed
 
 
+@pytest.mark.supervision
 def test_a_crash_is_told_under_its_clause_not_above_the_report(seeded):
     done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes")
     assert done.returncode == 1
@@ -144,12 +146,14 @@ def test_a_crash_is_told_under_its_clause_not_above_the_report(seeded):
            "        Fatal Python error: Segmentation fault" in done.stdout
 
 
+@pytest.mark.supervision
 def test_a_copy_made_by_fork_speaks_for_nobody(seeded):
     results = check("producer", "kit_wrong:forks_then_crashes")
     assert [r.clause for r in results] == [c.id for c in clauses("producer")]  # one verdict each, the copy's ignored
     assert results[1].verdict == FAIL and results[1].observed.startswith("crashed: signal 11 (SIGSEGV)")
 
 
+@pytest.mark.supervision
 def test_a_child_that_ends_before_it_is_done_fails_the_clause_in_flight(seeded):
     results = check("producer", "kit_wrong:ends_quietly")
     assert results[0].verdict == PASS
@@ -160,11 +164,13 @@ def test_a_child_that_ends_before_it_is_done_fails_the_clause_in_flight(seeded):
     ("raises_unprintable", "raised Unprintable: <its str() raised RuntimeError>"),
     ("raises_base_exception", "raised NotAnException: from the factory"),
 ])
+@pytest.mark.supervision
 def test_what_a_factory_raises_is_told_whatever_it_is(seeded, factory, observed):
     results = check("producer", f"kit_wrong:{factory}")
     assert (results[0].verdict, results[0].observed) == (FAIL, observed)
 
 
+@pytest.mark.supervision
 def test_a_message_of_any_size_is_read_at_once_and_cut(seeded):
     results = check("producer", "kit_wrong:raises_a_long_message")
     first = results[0].observed
@@ -172,6 +178,7 @@ def test_a_message_of_any_size_is_read_at_once_and_cut(seeded):
     assert first.endswith(f"... ({(50 << 20) - (1 << 16) + len('raised ValueError: ')} characters more)")
 
 
+@pytest.mark.supervision
 def test_a_message_the_terminal_cannot_encode_is_still_printed(seeded):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), PYTHONIOENCODING="utf-8:strict")
     done = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--producer", "kit_wrong:raises_a_lone_surrogate"],
@@ -214,6 +221,7 @@ def test_a_timeout_of_any_size_is_taken(seeded):
     assert [r for r in check("producer", DLBRIDGE, timeout=1e308) if r.verdict == FAIL] == []
 
 
+@pytest.mark.supervision
 def test_sigterm_ends_the_children_too(seeded, tmp_path):
     (tmp_path / "kit_waits.py").write_text(textwrap.dedent("""
         import os, time
@@ -236,6 +244,7 @@ def test_sigterm_ends_the_children_too(seeded, tmp_path):
     assert gone(child)
 
 
+@pytest.mark.supervision
 def test_a_hang_fails_the_clause_after_its_timeout(seeded):
     results = check("producer", "kit_wrong:hangs", timeout=2)
     assert results[0].verdict == PASS
@@ -243,12 +252,14 @@ def test_a_hang_fails_the_clause_after_its_timeout(seeded):
     assert [r for r in results[2:] if r.verdict == FAIL] == []  # a new child went on from the clause after it
 
 
+@pytest.mark.supervision
 def test_an_exit_fails_the_clause(seeded):
     results = check("producer", "kit_wrong:exits")
     gpu = {c.id for c in clauses("producer") if c.tier == "gpu"}  # not applicable here before the factory is called
     assert {(r.verdict, r.observed) for r in results if r.clause not in gpu} == {(FAIL, "crashed: exit status 3")}
 
 
+@pytest.mark.supervision
 def test_a_declined_case_is_not_applicable(seeded):
     import kit_wrong
     results = dlbridge.testing.check_producer(kit_wrong.declines)
@@ -262,6 +273,7 @@ def test_a_declined_case_is_not_applicable(seeded):
     ("kit_wrong:absent", "cannot load kit_wrong:absent: AttributeError: module 'kit_wrong' has no attribute 'absent'"),
     ("kit_wrong:not_callable", "kit_wrong:not_callable is int, not callable"),
 ])
+@pytest.mark.supervision
 def test_specs_that_do_not_load(seeded, spec, message):
     with pytest.raises(SpecError) as error:
         check("producer", spec)
@@ -286,6 +298,7 @@ def test_the_report_names_each_clause_its_verdict_observation_and_sentence():
     assert " passed, 0 warned, 0 failed, " in done.stdout
 
 
+@pytest.mark.supervision
 def test_json_and_the_exit_status_of_a_failure(seeded):
     done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes", "--json")
     assert done.returncode == 1
@@ -321,6 +334,7 @@ def test_plugin_one_test_per_clause_beside_the_projects_own(tmp_path):
         assert f"dlpack::{c.id} PASSED" in done.stdout or f"dlpack::{c.id} SKIPPED" in done.stdout
 
 
+@pytest.mark.supervision
 def test_plugin_failures_show_the_observation_and_sentence(seeded, tmp_path):
     done = pytest_run(tmp_path, "--dlpack-producer", "kit_wrong:crashes", "-m", "dlpack")
     assert done.returncode == 1
@@ -331,6 +345,7 @@ def test_plugin_failures_show_the_observation_and_sentence(seeded, tmp_path):
     assert f"{first.source}: \"{first.cites}\"" in textwrap.dedent(done.stdout)
 
 
+@pytest.mark.supervision
 def test_plugin_skips_what_does_not_apply_with_the_reason(seeded, tmp_path):
     done = pytest_run(tmp_path, "--dlpack-producer", "kit_wrong:declines", "-m", "dlpack")
     assert "not applicable: the factory declines float32[2, 3]: nothing today" in done.stdout
@@ -348,6 +363,7 @@ def test_plugin_a_warning_passes_with_a_kit_warning(tmp_path):
            "float32[6]: refused with ValueError" in done.stdout
 
 
+@pytest.mark.supervision
 def test_nothing_checked_is_no_pass(seeded):
     done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:declines")
     assert done.returncode == 3
@@ -359,6 +375,7 @@ def test_nothing_checked_is_no_pass(seeded):
     ("import ctypes\nctypes.string_at(0)\n", "crashed: signal 11 (SIGSEGV)"),
     ("raise SystemExit(5)\n", "SystemExit: 5"),
 ])
+@pytest.mark.supervision
 def test_plugin_a_module_that_crashes_or_exits_at_import_is_a_usage_error(tmp_path, deliberate_crashes, module, why):
     (tmp_path / "kit_broken.py").write_text(module)
     done = pytest_run(tmp_path, "--dlpack-producer", "kit_broken:f")

@@ -153,8 +153,8 @@ SEEDED = {
     "ignores_byte_offset": ("consumer.byte-offset", "byte_offset 16: imported holding [-1.0, -2.0, -3.0, -4.0, "),
     "ignores_strides": ("consumer.strides.honoured",
                         "transposed strides (1, 2): imported holding [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]"),
-    "writable_read_only": ("consumer.read-only", "the result shares the producer's memory and its buffer is "
-                                                 "writable"),
+    "writable_read_only": ("consumer.read-only", "the result shares the producer's read-only memory and its "
+                                                 "buffer is writable"),
     "leaks": ("consumer.deleter.released", "float32[6] imported: 0;"),
     "frees_twice": ("consumer.deleter.once", "float32[6] imported: 2;"),
     "index_error_on_0_d": ("consumer.import.0-d", "0-d float32: raised IndexError: tuple index out of range: a fault "

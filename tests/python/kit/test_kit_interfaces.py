@@ -405,7 +405,7 @@ def test_array_interface_consumers_that_pass(function):
 @pytest.mark.parametrize("name, clause, observed", [
     ("needs_strides", "consumer.array-interface.strides-absent", "raised KeyError: 'strides'"),
     ("ignores_the_read_only_flag", "consumer.array-interface.read-only",
-     "data (address, True): the result shares the read-only memory and its buffer is writable")])
+     "data (address, True): the result shares the object's read-only memory and its buffer is writable")])
 def test_seeded_array_interface_consumers(name, clause, observed):
     found = consumer_verdicts(getattr(kit_seeded_consumers, name))
     assert {c for c, r in found.items() if r.verdict == FAIL} == {clause}

@@ -206,6 +206,7 @@ def test_wrong_values_fail_the_job(tmp_path):
         assert f"\n{library} " in result.stdout
 
 
+@pytest.mark.supervision
 def test_not_installed_and_import_failed_are_told_apart(tmp_path):
     """A library whose own dependency is missing did not import: it is installed. A library that
     does not import is reported, and the job passes: it checks dlbridge's exchanges."""
@@ -232,6 +233,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.supervision
 @pytest.mark.parametrize("behaviour", HOSTILE)
 def test_a_library_that_exits_or_crashes_is_a_row(tmp_path, behaviour):
     """At import (array_api_strict's row) and in an exchange (cupy's), in one run. An exchange that
@@ -252,6 +254,7 @@ def test_a_library_that_exits_or_crashes_is_a_row(tmp_path, behaviour):
         assert found[library]["into_dlbridge"] == "zero-copy", found[library]
 
 
+@pytest.mark.supervision
 def test_a_crash_is_told_after_the_report_not_in_it(tmp_path):
     result = doctor(tmp_path, cupy=with_from_dlpack("import ctypes; ctypes.string_at(0)"))
     assert result.returncode == 1
@@ -260,6 +263,7 @@ def test_a_crash_is_told_after_the_report_not_in_it(tmp_path):
             "Fatal Python error: Segmentation fault") in result.stderr
 
 
+@pytest.mark.supervision
 def test_helpers_forked_at_import_neither_hold_a_row_nor_outlive_it(tmp_path, monkeypatch):
     """A library that starts a helper process at import (a server, a pool),
     which inherits the probe's pipe: the row ends when the probe does, and
@@ -283,6 +287,7 @@ def test_helpers_forked_at_import_neither_hold_a_row_nor_outlive_it(tmp_path, mo
     assert len(helpers) == 2 and all(gone(pid) for pid in helpers)
 
 
+@pytest.mark.supervision
 def test_a_library_that_hangs_is_a_row(tmp_path):
     hang = "import time; time.sleep(600)"
     # Limits many times what the fake's import and first exchange take under ASan on a loaded machine.
@@ -296,6 +301,7 @@ def test_a_library_that_hangs_is_a_row(tmp_path):
     assert set(REAL) <= set(found)
 
 
+@pytest.mark.supervision
 def test_prints_and_broken_versions_are_rows(tmp_path):
     noisy = """
         import os, sys
@@ -319,6 +325,7 @@ def test_a_module_without_a_version():
     assert _probe._version(types.ModuleType("bare")) == "version unknown (no __version__)"
 
 
+@pytest.mark.supervision
 @pytest.mark.parametrize("args", [[], ["--json"], ["--cflags"]])
 def test_a_reader_that_goes_away_gets_no_traceback(args):
     """python -m dlbridge | head, with the reader gone before the doctor writes."""
