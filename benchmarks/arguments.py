@@ -335,7 +335,7 @@ def _callgrind_note(counts, route: str, peer: str, input_: str) -> str:
     return f"; callgrind net Ir {ours:.0f} / {theirs:.0f} = {ours / theirs:.2f} ({counts['setup', '']})"
 
 
-def rows(quick: bool = False) -> list[Row]:
+def rows(quick: bool = False, callgrind: bool = True) -> list[Row]:
     folder, why = build()
     if folder is None:
         goals = {goal_name(i, p): g for i, p, g in GOALS} | {
@@ -344,7 +344,7 @@ def rows(quick: bool = False) -> list[Row]:
         return [Row("arguments", n, "-", "-", None, "<=" if n in goals else None, goals.get(n), note=why)
                 for n in names()]
     f, x = functions(folder), inputs()
-    counts = instruction_counts(folder) if not quick and instructions.valgrind_version() else None
+    counts = instruction_counts(folder) if callgrind and not quick and instructions.valgrind_version() else None
     samples, sample_ns = (10, 1e6) if quick else (200, 2e6)
     out = []
     for input_ in INPUTS:

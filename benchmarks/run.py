@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke pass: few samples, small callgrind N")
-    parser.add_argument("--no-callgrind", action="store_true", help="skip the valgrind instruction counts")
+    parser.add_argument("--no-callgrind", action="store_true",
+                        help="skip the valgrind instruction counts (the callgrind group and the arguments' notes)")
     parser.add_argument("--only", help=f"comma-separated groups to run, of {','.join(GROUPS)}")
     parser.add_argument("-n", type=int, help=f"callgrind iterations N (default {instructions.FULL_N}, "
                                              f"--quick {instructions.QUICK_N})")
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         if group == "exchange":
             rows += exchange.rows(args.quick)
         elif group == "arguments":
-            rows += arguments.rows(args.quick)
+            rows += arguments.rows(args.quick, callgrind=not args.no_callgrind)
         elif group == "copies":
             rows += copies.rows(args.quick)
         elif group == "callgrind":

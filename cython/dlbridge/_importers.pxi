@@ -109,8 +109,8 @@ cdef struct _import_request:
 ctypedef Array (*_import_route)(object, _import_request*)
 
 
-cdef _import_request _request(const char* function, device, copy, dtype=None) except *:
-    cdef _import_request r
+cdef inline int _request(_import_request* r, const char* function, device, copy, dtype) except -1:
+    """Fills `r` from the arguments of `function`, each converted once."""
     r.function = function
     r.copy = _as_copy_mode(copy)
     r.moves = device is not None
@@ -120,10 +120,10 @@ cdef _import_request _request(const char* function, device, copy, dtype=None) ex
     if r.converts:
         r.dtype = (<DType>as_dtype(dtype)).value
     r.copied = False
-    return r
+    return 0
 
 
-cdef Array _acquire(object x, const _import_route* routes, _import_request* r):
+cdef inline Array _acquire(object x, const _import_route* routes, _import_request* r):
     """The Array of the first route that answers (routes ends with NULL), or None."""
     cdef Array a
     while routes[0] != NULL:
@@ -149,8 +149,14 @@ cdef int _refuse_move(cpp.device source, const _import_request* r) except -1:
                      f"to {device_from_cpp(r.target)} needs a copy")
 
 
-cdef Array _finish(Array a, const _import_request* r, object x):
+cdef inline Array _finish(Array a, const _import_request* r, object x):
     """a as the request asks: on its device, of its dtype, copied or not."""
+    if r.moves or r.converts or r.copy == _copy_always or (r.copied and r.copy == _copy_never):
+        return _finish_as_asked(a, r, x)
+    return a  # what most calls ask: the array shared as it is
+
+
+cdef Array _finish_as_asked(Array a, const _import_request* r, object x):
     cdef cpp.device where = a.t.get_device()
     cdef cpp.dtype element = a.t.type()
     if _must_move(where, r):
@@ -198,7 +204,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     captured into a CUDA graph (inside ``torch.cuda.graph``) is refused
     (BufferError): import it before or after the capture.
     """
-    cdef _import_request r = _request(b"from_dlpack", device, copy)
+    cdef _import_request r
+    _request(&r, b"from_dlpack", device, copy, None)
     return _finish(_acquire(x, _dlpack_routes, &r), &r, x)
 
 
@@ -356,7 +363,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     ``__array_interface__``; the buffer protocol; nested sequences and Python
     scalars. Shares memory unless a copy is needed or asked for.
     """
-    cdef _import_request r = _request(b"asarray", device, copy, dtype)
+    cdef _import_request r
+    _request(&r, b"asarray", device, copy, dtype)
     return _finish(_acquire(obj, _asarray_routes, &r), &r, obj)
 
 
@@ -373,7 +381,8 @@ cdef _import_route[6] _sharing_routes = [_the_array, _dlpack_producer, _cuda_arr
 cdef Array _shared_array(obj):
     """An Array sharing obj's memory through the first array protocol obj
     has (in asarray's order), or None where it has none (a sequence, a scalar)."""
-    cdef _import_request r = _request(b"asarray", None, False)
+    cdef _import_request r
+    _request(&r, b"asarray", None, False, None)
     cdef Array a = _acquire(obj, _sharing_routes, &r)
     return None if a is None else _finish(a, &r, obj)
 
