@@ -254,20 +254,19 @@ cdef Array _dlpack_capsule(object x, _import_request* r):
     # Asked first, as the protocol asks of consumers: a device DLPack does not
     # define is refused before __dlpack__ runs, and so is a move copy=False forbids.
     source = dlpack_device(x)
-    cdef bint stream_ordered = False
+    cdef cpp.device said  # where __dlpack_device__ says the data is
     if source.has_value():
-        stream_ordered = cpp.device(source.value().device_type, source.value().device_id).is_stream_ordered()
-        if r.copy == _copy_never and _must_move(cpp.device(source.value().device_type, source.value().device_id), r):
-            _refuse_move(cpp.device(source.value().device_type, source.value().device_id), r)
+        said = cpp.device(source.value().device_type, source.value().device_id)
+        if r.copy == _copy_never and _must_move(said, r):
+            _refuse_move(said, r)
     # dlbridge's GPU work is ordered on the legacy default stream: CUDA
     # producers are told so (stream 1), so that they order their own
     # streams' work before it. One with no __dlpack_device__ is told no
     # stream, which DLPack reads as that same stream on CUDA and ROCm (the
     # producer may wait for more than it must). Only copy=False is passed on.
-    t = import_capsule(call_dlpack(x, _legacy_stream if stream_ordered else None,
+    t = import_capsule(call_dlpack(x, _legacy_stream if source.has_value() and said.is_stream_ordered() else None,
                                    False if r.copy == _copy_never else None), &r.copied)
-    if (source.has_value() and _must_move(t.get_device(), r)
-            and not _must_move(cpp.device(source.value().device_type, source.value().device_id), r)):
+    if source.has_value() and _must_move(t.get_device(), r) and not _must_move(said, r):
         raise BufferError(f"{r.function.decode()}: the producer returned data on {device_from_cpp(t.get_device())}, "
                           f"not on the requested {device_from_cpp(r.target)}")  # t's destructor releases it
     if t.get_device().type == cpp.kDLCUDAManaged:
