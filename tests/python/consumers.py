@@ -12,6 +12,7 @@ the run, which its workers share. A lock lets one worker build while the
 other waits for it."""
 import contextlib
 import fcntl
+import gc
 import hashlib
 import importlib.metadata
 import os
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 from typing import Callable
 
 import pytest
@@ -102,17 +104,33 @@ def built_once(source: pathlib.Path, base: pathlib.Path, build: Callable[[pathli
 
 
 def run_example(example, code):
-    """Runs `code` in a fresh interpreter that has imported NumPy, PyTorch
-    where the code names it, dlbridge and the Cython example (as np, torch,
-    dlbridge, ex); warnings are errors there, once those imports are done."""
+    """Runs `code` in this interpreter, in a namespace of its own that has
+    NumPy, PyTorch where the code names it, dlbridge and the Cython example
+    (as np, torch, dlbridge, ex), with warnings as errors; JAX's 64-bit
+    switch, which some code turns on, is put back as it was. In the test's
+    own process: a fresh interpreter per call cost each test the imports of
+    NumPy, PyTorch and JAX again (several seconds under the sanitizers)."""
     target, _ = example
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH")) if p)
-    torch = "import torch\n" if "torch" in code else ""  # where the code uses it: tests/run's versions stage has none
-    prelude = (f"import gc, warnings\nimport numpy as np\n{torch}import dlbridge\nimport dlb_example as ex\n"
-               "warnings.simplefilter('error')\n"
-               f"assert dlbridge.__file__ == {dlbridge.__file__!r}, dlbridge.__file__\n")
-    result = subprocess.run([sys.executable, "-X", "faulthandler", "-c", prelude + textwrap.dedent(code)],
-                            capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+    if str(target) not in sys.path:
+        sys.path.insert(0, str(target))
+    import numpy
+    import dlb_example
+    namespace = {"__name__": "example_code", "gc": gc, "warnings": warnings, "np": numpy, "dlbridge": dlbridge,
+                 "ex": dlb_example}
+    if "torch" in code:  # only where the code uses it: tests/run's versions stage has none
+        import torch
+        namespace["torch"] = torch
+    x64 = _jax_x64()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            exec(compile(textwrap.dedent(code), "<example code>", "exec"), namespace)
+    finally:
+        if _jax_x64() != x64:
+            sys.modules["jax"].config.update("jax_enable_x64", x64)
+
+
+def _jax_x64() -> bool:
+    """JAX's 64-bit switch, False where JAX is not imported (its default)."""
+    jax = sys.modules.get("jax")
+    return bool(jax and jax.config.jax_enable_x64)

@@ -4,8 +4,8 @@ tests/downstream/cython is a separate meson-python package that does
 `from dlbridge cimport Array, wrap, cpp`: checked typed views of Arrays,
 arrays made in C++ and wrapped as Arrays, and memory adopted through a
 dlb::cuda view. It is built with pip against the INSTALLED dlbridge (its
-shipped .pxd files and headers), and used from NumPy and PyTorch in a
-subprocess that has the build on sys.path.
+shipped .pxd files and headers), and used from NumPy and PyTorch with
+the build on sys.path (consumers.run_example).
 """
 import os
 import pathlib
