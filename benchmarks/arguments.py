@@ -7,7 +7,7 @@ argument converter (cpp.array_argument), the two routes it replaces (a typed
 `Array` argument, and `dlbridge.asarray` then the view, as the Cython guide
 showed before), Cython's typed memoryview and cnp.ndarray, nanobind's
 nb::ndarray and pybind11's py::array_t, and both tools with dlbridge's
-casters (dlbridge/nanobind.hpp, pybind11.hpp). It is built here with Meson against
+casters (dlbridge/python/nanobind.hpp, pybind11.hpp). It is built here with Meson against
 the installed dlbridge and the nanobind and pybind11 from PyPI
 (tests/requirements.txt), and cached under build/benchmarks/.
 

@@ -6,7 +6,7 @@
 // using-declaration, so `#include <dlbridge/dlbridge.hpp>` and
 // `import dlbridge;` name the same entities and can be mixed in one program.
 // Macros do not cross a module boundary: DLB_HOST_DEVICE (for CUDA code) and
-// the Python glue (dlbridge/python.hpp) need the headers.
+// the Python glue (dlbridge/python/core.hpp) need the headers.
 //
 // Compilers: clang >= 17. GCC 12 cannot re-export declarations from the
 // global module fragment (its importers do not see them), so GCC users

@@ -4,7 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
-#include <dlbridge/nanobind.hpp>
+#include <dlbridge/python/nanobind.hpp>
 
 namespace nb = nanobind;
 
@@ -13,7 +13,7 @@ NB_MODULE(args_nanobind, m) {
   m.def("view", [](nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu> x) {
     return static_cast<int>(reinterpret_cast<std::uintptr_t>(x.data()) & 1);
   });
-  // The same work through dlbridge's caster (dlbridge/nanobind.hpp).
+  // The same work through dlbridge's caster (dlbridge/python/nanobind.hpp).
   m.def("caster", [](dlb::view<const double, dlb::ndim<2>, dlb::c_contig, dlb::cpu> x) {
     return static_cast<int>(reinterpret_cast<std::uintptr_t>(x.data()) & 1);
   });

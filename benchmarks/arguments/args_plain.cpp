@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <utility>
 
-#include <dlbridge/returns.hpp>
+#include <dlbridge/python/returns.hpp>
 
 namespace {
 

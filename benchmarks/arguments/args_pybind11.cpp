@@ -4,7 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <dlbridge/pybind11.hpp>
+#include <dlbridge/python/pybind11.hpp>
 
 namespace py = pybind11;
 
@@ -13,7 +13,7 @@ PYBIND11_MODULE(args_pybind11, m) {
   m.def("view", [](py::array_t<double, py::array::c_style> x) {
     return static_cast<int>(reinterpret_cast<std::uintptr_t>(x.data()) & 1);
   });
-  // The same work through dlbridge's caster (dlbridge/pybind11.hpp).
+  // The same work through dlbridge's caster (dlbridge/python/pybind11.hpp).
   m.def("caster", [](dlb::view<const double, dlb::ndim<2>, dlb::c_contig, dlb::cpu> x) {
     return static_cast<int>(reinterpret_cast<std::uintptr_t>(x.data()) & 1);
   });

@@ -1,5 +1,5 @@
 // The two kernels of the glue comparison (benchmarks/arguments.py) written
-// in C++ with nanobind and dlbridge's casters (<dlbridge/nanobind.hpp>): the
+// in C++ with nanobind and dlbridge's casters (<dlbridge/python/nanobind.hpp>): the
 // multi-dtype argument, a new array returned like the input, a fixed-extent
 // view. Code between `begin kernel` and `end kernel` is the same loop in
 // every version; the rest is glue.
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include <dlbridge/nanobind.hpp>
+#include <dlbridge/python/nanobind.hpp>
 
 namespace nb = nanobind;
 

@@ -7,9 +7,9 @@ array library.
 """
 import os as _os
 
-from dlbridge._array import _version as __version__
-from dlbridge._array import (Array, asarray, build_info, empty, from_dlpack, full, get_copy_threads, release_cuda_cache,
-                             set_copy_threads, zeros)
+from dlbridge._array import Array, asarray, empty, from_dlpack, full, get_copy_threads, set_copy_threads, zeros
+from dlbridge._backend import _version as __version__
+from dlbridge._backend import build_info, release_cuda_cache
 from dlbridge._signatures import annotate
 from dlbridge._types import Device, DeviceType, DType
 

@@ -1,9 +1,9 @@
-# Included by _array.pyx; uses from it: Array, wrap, _require, _copy_to, is_ndarray_type,
-# read_ndarray_fields; _exchange_api, _type_exchange_api, _torch_state_checked, _fail (_exchange.pxi);
+# Included by _array.pyx; uses from it: Array, wrap, _require, is_ndarray_type,
+# read_ndarray_fields; copy_to (dlbridge._backend); _exchange_api, _type_exchange_api, _torch_state_checked, _fail (_exchange.pxi);
 # _shared_array, _from_sequence, _is_nested, _is_jax_array, _jax_buffer (_importers.pxi); _slot_wrap,
 # _slot_wrap_like, _slot_zeros (_returns.pxi).
 # The argument converter: any framework's array as a validated DLTensor
-# borrowed for the length of a call, for dlbridge/argument.hpp
+# borrowed for the length of a call, for dlbridge/python/argument.hpp
 # (array_argument<Views...>), published as the capsule _argument_api.
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
@@ -18,7 +18,7 @@ cimport dlbridge.cpp as cpp
 from dlbridge.cpp cimport raise_python_error
 
 
-cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
+cdef extern from "dlbridge/python/argument.hpp" namespace "dlb::python":
     # "f(): argument 'x': expected float32 or float64, got int32", as array_argument words it.
     string dtype_mismatch_message(const vector[cpp.dtype]& expected, cpp.dtype received, const char* function,
                                   const char* name) except +raise_python_error
@@ -158,9 +158,9 @@ cdef int _convert_borrowed(cpp.borrowed_array* out, const cpp.requirements* dema
         <char*>t.data + t.byte_offset, got, cpp.device(t.device.device_type, t.device.device_id),
         cpp.extents_t(t.shape, ndim), cpp.extents_t(t.strides, ndim if t.strides != NULL else 0),
         out.readonly, NULL, NULL)
-    # _copy_to writes C order: a Fortran-order copy is the C-order copy of the transpose, transposed back.
+    # copy_to writes C order: a Fortran-order copy is the C-order copy of the transpose, transposed back.
     cdef bint fortran = demands[pick].order == cpp.memory_order.f
-    cdef cpp.tensor copied = _copy_to(_reversed_axes(source) if fortran else source, source.get_device(),
+    cdef cpp.tensor copied = copy_to(_reversed_axes(source) if fortran else source, source.get_device(),
                                       demands[pick].type)
     cdef Array a = wrap(_reversed_axes(copied) if fortran else copied)
     Py_XDECREF(out.owner)

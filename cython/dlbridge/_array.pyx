@@ -1,11 +1,12 @@
 # cython: language_level=3
 """The Array type and the functions that make Arrays: from_dlpack, asarray,
-empty, zeros, full; and build_info(). One extension module (the one that
-links the CUDA runtime), written in files by concern. This one holds the
-Array type and what every other file uses: wrap, views, copies, exports
-and the C++ half's declarations (dlbridge/cuda/arrays.hpp and its GIL
-glue backend.hpp, numpy_arrays.hpp). The
-.pxi files, each naming on its first line what it uses from the others:
+empty, zeros, full. One extension module, written in files by concern,
+over dlbridge._types (DType, Device), dlbridge._dlpack (the capsule
+protocol) and dlbridge._backend (arrays on any device: the one module that
+links the CUDA runtime). This one holds the Array type and what every
+other file uses: wrap, views, copies, exports and numpy_arrays.hpp's
+declarations. The .pxi files, each naming on its first line what it uses
+from the others:
 
 - _streams.pxi: the stream arguments of __dlpack__ and to_device;
 - _scalars.pxi: Python scalars, elements and the dtype of a value;
@@ -18,12 +19,10 @@ glue backend.hpp, numpy_arrays.hpp). The
   objects own;
 - _creation.pxi: empty, zeros, full and the shape rule's errors;
 - _pickle.pxi: pickling;
-- _build_info.pxi: build_info();
 - _copy_threads.pxi: get_copy_threads, set_copy_threads;
-- _cuda_cache.pxi: release_cuda_cache();
 - _returns.pxi: arrays made in C++ returned like an input (wrap_like);
-- _arguments.pxi: the argument converter behind dlbridge/argument.hpp and
-  dlbridge/returns.hpp, published as _argument_api."""
+- _arguments.pxi: the argument converter behind dlbridge/python/argument.hpp and
+  dlbridge/python/returns.hpp, published as _argument_api."""
 import operator
 
 cimport cython
@@ -39,10 +38,16 @@ from libcpp.utility cimport move
 
 cimport dlbridge.cpp as cpp
 from dlbridge.cpp cimport raise_python_error
+from dlbridge._backend cimport (copy_to, cuda_pointer_device, empty_on, fill_on_device, inherited_across_fork, lend,
+                               order_after_producer, ordered_import, use_copy_state)
 from dlbridge._dlpack cimport export_capsule
 from dlbridge._types cimport DType, Device, as_device, device_from_cpp, dtype_from_cpp
 
 from dlbridge._types import DeviceType
+
+# The backend's CPU copies use this module's copy state, the one
+# set_copy_threads() sets and the argument API publishes.
+use_copy_state(cpp.copy_state_in_use())
 
 
 # NumPy's ndarray read from its own fields, for from_dlpack and the argument
@@ -58,27 +63,6 @@ def _reads_ndarray_fields(x):
     imported), for the tests."""
     return is_ndarray_type(Py_TYPE(x))
 
-
-# Arrays on any device and the rule that orders GPU work on them, from the
-# dlbridge_cuda library (the backend, or where it was not built, the
-# implementation that refuses GPU work); backend.hpp adds the GIL glue.
-cdef extern from "dlbridge/backend.hpp" namespace "dlb::python":
-    cpp.tensor empty_on(cpp.device, cpp.extents_t, cpp.dtype) except +raise_python_error nogil
-    cpp.tensor copy_to(const cpp.tensor&, cpp.device, cpp.dtype, cpp.cuda_stream) except +raise_python_error nogil
-
-
-cdef extern from "dlbridge/cuda/arrays.hpp" namespace "dlb::cuda_runtime":
-    void fill_on_device(const cpp.tensor&, const cpp.scalar&) except +raise_python_error nogil
-    cpp.tensor lend(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
-    cpp.tensor ordered_import(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
-    void order_after_producer(const cpp.tensor&, cpp.cuda_stream) except +raise_python_error nogil
-    cpp.device cuda_pointer_device(const void*) except +raise_python_error
-    cbool inherited_across_fork(const cpp.tensor&) noexcept
-    uint64_t _release_cuda_cache "dlb::cuda_runtime::release_cuda_cache"() except +raise_python_error nogil
-
-
-# Copies of more bytes than this release the GIL.
-cdef int64_t _nogil_bytes = 1 << 16
 
 # Where __array_interface__ says an empty array with no data pointer lies:
 # NumPy before 2.4 refuses the address 0 even for no elements. Never read.
@@ -189,19 +173,6 @@ cdef _require_host(Array a, str what):
                           f"'forkserver' method")
 
 
-cdef cpp.tensor _copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
-                        cpp.cuda_stream stream=cpp.legacy_default_stream) except *:
-    """A C-contiguous copy of `t` on `where` as `type` (see dlbridge/cuda/arrays.hpp: copy_to);
-    the GIL is released for large copies and for any work on a GPU."""
-    cdef cpp.tensor out
-    if t.nbytes() > _nogil_bytes or t.get_device().type != cpp.kDLCPU or where.type != cpp.kDLCPU:
-        with nogil:
-            out = copy_to(t, where, type, stream)
-    else:
-        out = copy_to(t, where, type, stream)
-    return out
-
-
 cdef dict _interface_dict(const cpp.tensor& t, str interface, str instead, uintptr_t data):
     """The version-3 dict that NumPy's array interface and the CUDA array
     interface share (the latter adds "stream"), with `data` as t's address;
@@ -248,7 +219,7 @@ cdef object _export_as_asked(Array a, stream, bint versioned, dl_device, _copy_m
         raise BufferError(f"copy=False, but exporting an array on {a.device} to device "
                           f"{tuple(dl_device)} needs a copy")
     try:
-        out = _copy_to(a.t, target, a.t.type())
+        out = copy_to(a.t, target, a.t.type())
     except (RuntimeError, ValueError) as e:
         what = f"to device {tuple(dl_device)}" if not (target == d) else "as a copy"
         raise BufferError(f"cannot export an array on {a.device} {what}: {e}") from None
@@ -422,7 +393,7 @@ cdef class Array:
         cdef cpp.cuda_stream s = _work_stream(stream)
         if target.value == self.t.get_device():
             return self
-        cdef cpp.tensor out = _copy_to(self.t, target.value, self.t.type(), s)
+        cdef cpp.tensor out = copy_to(self.t, target.value, self.t.type(), s)
         return wrap(out)
 
     @property
@@ -496,7 +467,7 @@ cdef class Array:
         """A new C-contiguous, writable array with the same values, on the
         same device."""
         _require(self)
-        cdef cpp.tensor out = _copy_to(self.t, self.t.get_device(), self.t.type())
+        cdef cpp.tensor out = copy_to(self.t, self.t.get_device(), self.t.type())
         return wrap(out)
 
     def tolist(self):
@@ -584,7 +555,7 @@ cdef class Array:
         cdef Array c = self
         cdef cpp.tensor packed
         if not self.t.is_c_contiguous():
-            packed = _copy_to(self.t, self.t.get_device(), self.t.type())
+            packed = copy_to(self.t, self.t.get_device(), self.t.type())
             c = wrap(packed)
         cdef _Bytes raw = _Bytes.__new__(_Bytes)
         raw.a = c
@@ -641,7 +612,7 @@ cdef class Array:
 
 
 # The collector's view of an Array: the Python object its keeper holds, when
-# the keeper is the Array's alone (see python.hpp: sole_collectable_owner), and
+# the keeper is the Array's alone (see dlbridge/python/core.hpp: sole_collectable_owner), and
 # clearing drops the memory. Without this, a cycle such as
 # `o.a = asarray(o)` would never be collected.
 cdef extern from *:
@@ -680,10 +651,8 @@ dlbridge_set_gc_slots(<PyTypeObject*>Array, _traverse_array, _clear_array)
 # than reading a global, for that reason. Keep it so: such a read, made
 # before the other file sets the name, fails the import with NameError.
 include "_arguments.pxi"
-include "_build_info.pxi"
 include "_copy_threads.pxi"
 include "_creation.pxi"
-include "_cuda_cache.pxi"
 include "_exchange.pxi"
 include "_importers.pxi"
 include "_indexing.pxi"

@@ -1,6 +1,7 @@
 # Included by _array.pyx; uses from it: nothing.
 # How many threads a CPU copy or cast may use (dlb::copy_threads in
-# dlbridge/copy/threads.hpp, in this module, the one that copies).
+# dlbridge/copy/threads.hpp): this module's copy state, which dlbridge._backend's
+# copies use too.
 import operator
 
 cimport dlbridge.cpp as cpp

@@ -1,4 +1,4 @@
-# Included by _array.pyx; uses from it: wrap, empty_on, fill_on_device; _element_value,
+# Included by _array.pyx; uses from it: wrap; empty_on, fill_on_device (dlbridge._backend); _element_value,
 # _scalar_dtype, _scalar_once (_scalars.pxi).
 # empty, zeros and full.
 import operator

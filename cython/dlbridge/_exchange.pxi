@@ -1,4 +1,5 @@
-# Included by _array.pyx; uses from it: Array, wrap, _view, _require, empty_on, ordered_import.
+# Included by _array.pyx; uses from it: Array, wrap, _view, _require; empty_on, ordered_import
+# (dlbridge._backend).
 # The DLPack 1.3 C exchange API: dlbridge's own table, published on Array as
 # __dlpack_c_exchange_api__ (a capsule) and __c_dlpack_exchange_api__ (the
 # DLPack 1.2 int form), and from_dlpack's import through the table of a

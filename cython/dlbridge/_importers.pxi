@@ -1,5 +1,5 @@
-# Included by _array.pyx; uses from it: Array, wrap, _require, _copy_to,
-# is_ndarray_type, read_ndarray_fields, order_after_producer, cuda_pointer_device; _element_value,
+# Included by _array.pyx; uses from it: Array, wrap, _require, is_ndarray_type,
+# read_ndarray_fields; copy_to, order_after_producer, cuda_pointer_device (dlbridge._backend); _element_value,
 # _scalar_kind, _scalar_once (_scalars.pxi); _stream_int64 (_streams.pxi); from_exchange_api (_exchange.pxi).
 # from_dlpack and asarray: the import pipeline, its routes (the DLPack
 # producers', the array interfaces, the buffer protocol, nested sequences),
@@ -176,7 +176,7 @@ cdef Array _finish_as_asked(Array a, const _import_request* r, object x):
                          f"(its DLPack tensor has IS_COPIED set)")  # a's release frees the copy
     cdef cpp.tensor t
     if not (where == a.t.get_device() and element == a.t.type()) or (r.copy == _copy_always and not r.copied):
-        t = _copy_to(a.t, where, element)
+        t = copy_to(a.t, where, element)
         return wrap(t)
     return a
 

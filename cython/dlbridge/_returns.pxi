@@ -1,7 +1,7 @@
-# Included by _array.pyx; uses from it: Array, wrap, lend, empty_on, fill_on_device; _exchange_api,
+# Included by _array.pyx; uses from it: Array, wrap; lend, empty_on, fill_on_device (dlbridge._backend); _exchange_api,
 # _type_exchange_api, _check_slot, _fail (_exchange.pxi); _zero_bits (_creation.pxi).
 # Arrays made in C++ returned to Python: wrap_like, and the argument API's
-# wrap and wrap_like slots behind dlbridge/returns.hpp (to_python,
+# wrap and wrap_like slots behind dlbridge/python/returns.hpp (to_python,
 # to_python_like), which _arguments.pxi publishes.
 import sys
 import weakref

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "dlbridge/cuda/arrays.hpp"
-#include "dlbridge/python.hpp"
+#include "dlbridge/python/core.hpp"
 
 namespace dlb::python {
 

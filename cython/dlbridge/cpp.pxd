@@ -7,7 +7,7 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 
-cdef extern from "dlbridge/python.hpp" namespace "dlb::python":
+cdef extern from "dlbridge/python/core.hpp" namespace "dlb::python":
     # Translates the C++ exception in flight into a Python exception.
     cdef int raise_python_error() except *
 
@@ -470,7 +470,7 @@ cdef extern from "dlbridge/element.hpp" namespace "dlb" nogil:
     void fill(dtype, void*, int64_t count, const scalar&)
 
 
-cdef extern from "dlbridge/python_copy.hpp" namespace "dlb::python::copies" nogil:
+cdef extern from "dlbridge/python/copy.hpp" namespace "dlb::python::copies" nogil:
     # host_copy.hpp's calls, each making this module's copies use dlbridge's
     # copy state first, so that dlbridge.set_copy_threads() reaches them.
     tensor astype(const tensor&, dtype) except +raise_python_error
@@ -486,7 +486,7 @@ cdef extern from "dlbridge/copy/threads.hpp" namespace "dlb" nogil:
     copy_state& copy_state_in_use() noexcept
 
 
-cdef extern from "dlbridge/python.hpp" namespace "dlb::python" nogil:
+cdef extern from "dlbridge/python/core.hpp" namespace "dlb::python" nogil:
     # Release functions for tensors whose memory Python-side owners keep alive:
     # safe from any thread, and they leave a pending Python exception intact.
     void release_versioned(void*) noexcept
@@ -500,7 +500,7 @@ cdef extern from "dlbridge/python.hpp" namespace "dlb::python" nogil:
     PyObject* sole_collectable_owner(const tensor&) noexcept
 
 
-cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
+cdef extern from "dlbridge/python/argument.hpp" namespace "dlb::python":
     # An array argument as a checked view for the length of a call, from any
     # producer, without a copy: `cdef rows_arg rows = rows_arg(x, "row_sums", "x")`
     # with `ctypedef cpp.array_argument[rows_view] rows_arg`; then rows.view().
@@ -536,7 +536,7 @@ cdef extern from "dlbridge/argument.hpp" namespace "dlb::python":
     string argument_label(const char* function, const char* name) except +raise_python_error
 
 
-cdef extern from "dlbridge/returns.hpp" namespace "dlb::python":
+cdef extern from "dlbridge/python/returns.hpp" namespace "dlb::python":
     # A new C-contiguous tensor of zero bits with a view's shape, dtype and
     # device, or those of the view an array_argument holds (other devices
     # than the CPU through dlbridge's backend; BufferError for a device it
@@ -545,7 +545,7 @@ cdef extern from "dlbridge/returns.hpp" namespace "dlb::python":
     tensor zeros_like "dlb::python::zeros_like"[V](const V&) except +raise_python_error
 
 
-cdef extern from "dlbridge/argument_api.hpp" namespace "dlb::python":
+cdef extern from "dlbridge/python/argument_api.hpp" namespace "dlb::python":
     # The converter's C interface, for dlbridge itself (argument.hpp uses it).
     struct borrowed_array:
         DLTensor tensor

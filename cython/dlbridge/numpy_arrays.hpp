@@ -15,7 +15,7 @@
 #include <bit>
 #include <cstring>
 
-#include "dlbridge/argument_api.hpp"
+#include "dlbridge/python/argument_api.hpp"
 
 namespace dlb::python::numpy {
 

@@ -6,7 +6,7 @@ within a minor series none of this may change (append-only parts may grow):
 - Array's C struct (from _array.pxd): its size, its fields, where they lie;
 - the functions `cimport` gives (dlbridge._array.__pyx_capi__) and their C
   signatures (new ones may be added);
-- the argument API table (argument_api.hpp): its capsule name, ABI version
+- the argument API table (dlbridge/python/argument_api.hpp): its capsule name, ABI version
   and slots, in order and at their offsets (slots may be appended);
 - the layout of what consumers' inline code reads and writes in objects
   dlbridge made: dlb::tensor, dlb::keeper, dlb::copy_state (the copy state
@@ -67,7 +67,7 @@ PROBE = r"""
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <dlbridge/argument_api.hpp>
+#include <dlbridge/python/argument_api.hpp>
 #include <dlbridge/tensor.hpp>
 
 // Where `bytes` lies in `object` (-1: nowhere, -2: more than once).
@@ -112,7 +112,7 @@ def _offsets(struct: str, names: list[str]) -> tuple[str, list[str]]:
 
 def _compiled() -> dict:
     """What a C++ compile against the installed headers sees."""
-    header = open(os.path.join(dlbridge.get_include(), "dlbridge", "argument_api.hpp")).read()
+    header = open(os.path.join(dlbridge.get_include(), "dlbridge", "python", "argument_api.hpp")).read()
     slots, borrowed = _struct_fields(header, "argument_api"), _struct_fields(header, "borrowed_array")
     slots_fmt, slots_args = _offsets("argument_api", slots)
     borrowed_fmt, borrowed_args = _offsets("borrowed_array", borrowed)

@@ -19,7 +19,7 @@ namespace dlb {
 namespace detail {
 // describe's words go to a sink, anything with put(std::string_view): a
 // std::string at run time, a fixed buffer at compile time (the signatures of
-// dlbridge/bindings.hpp), so that the words have one home.
+// dlbridge/python/bindings.hpp), so that the words have one home.
 struct string_sink {
   std::string text;
   void put(std::string_view s) { text += s; }

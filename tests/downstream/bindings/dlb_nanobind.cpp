@@ -1,9 +1,9 @@
-// dlbridge's nanobind casters (dlbridge/nanobind.hpp), for test_bindings.py.
+// dlbridge's nanobind casters (dlbridge/python/nanobind.hpp), for test_bindings.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
-#include <dlbridge/nanobind.hpp>
+#include <dlbridge/python/nanobind.hpp>
 
 #include "kernels.hpp"
 

@@ -1,8 +1,8 @@
-// dlbridge's pybind11 casters (dlbridge/pybind11.hpp), for test_bindings.py.
+// dlbridge's pybind11 casters (dlbridge/python/pybind11.hpp), for test_bindings.py.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <dlbridge/pybind11.hpp>
+#include <dlbridge/python/pybind11.hpp>
 
 #include "kernels.hpp"
 

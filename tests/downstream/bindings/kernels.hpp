@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <dlbridge/bindings.hpp>
+#include <dlbridge/python/bindings.hpp>
 #include <dlbridge/tensor.hpp>
 #include <dlbridge/view.hpp>
 

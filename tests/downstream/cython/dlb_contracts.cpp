@@ -1,4 +1,4 @@
-// dlbridge's Python-facing C++ API (<dlbridge/argument.hpp>, <dlbridge/python.hpp>)
+// dlbridge's Python-facing C++ API (<dlbridge/python/argument.hpp>, <dlbridge/python/core.hpp>)
 // called with the NULL pointers its contract allows, as a careless extension
 // might. Not an example to follow: tests/python/consumers/test_cython_consumers.py
 // builds it beside the example, against the installed dlbridge, and checks
@@ -6,8 +6,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <dlbridge/argument.hpp>
-#include <dlbridge/returns.hpp>
+#include <dlbridge/python/argument.hpp>
+#include <dlbridge/python/returns.hpp>
 
 #include <atomic>
 #include <cstdlib>

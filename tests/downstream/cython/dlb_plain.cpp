@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include <dlbridge/argument.hpp>
-#include <dlbridge/returns.hpp>
+#include <dlbridge/python/argument.hpp>
+#include <dlbridge/python/returns.hpp>
 
 namespace {
 

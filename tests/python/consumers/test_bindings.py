@@ -1,4 +1,4 @@
-"""dlbridge's nanobind and pybind11 casters (dlbridge/nanobind.hpp, dlbridge/pybind11.hpp).
+"""dlbridge's nanobind and pybind11 casters (dlbridge/python/nanobind.hpp, dlbridge/python/pybind11.hpp).
 
 tests/downstream/bindings builds one module per tool (dlb_nanobind,
 dlb_pybind11) binding the same kernels (kernels.hpp) with dlb::view and
@@ -44,7 +44,7 @@ def test_builds_against_the_installed_package(build_folder):
     log = (build_folder / "meson-logs" / "meson-log.txt").read_text()
     assert f"Message: dlbridge headers: {dlbridge.get_include()}" in log
     for header in ("bindings.hpp", "nanobind.hpp", "pybind11.hpp"):
-        assert os.path.isfile(os.path.join(dlbridge.get_include(), "dlbridge", header)), header
+        assert os.path.isfile(os.path.join(dlbridge.get_include(), "dlbridge", "python", header)), header
 
 
 # Each function's array parameter and the annotation its signature shows.

@@ -466,7 +466,7 @@ def test_guide_quotes_the_example_verbatim():
 @pytest.mark.needs_torch
 def test_plain_cpp_extension_takes_every_producer(example):
     # dlb_plain.cpp: the same converter from C++ with no Cython
-    # (dlb::python::array_argument, <dlbridge/argument.hpp>).
+    # (dlb::python::array_argument, <dlbridge/python/argument.hpp>).
     run(example, """
         import sys
         import dlb_plain
@@ -527,7 +527,7 @@ def test_set_copy_threads_reaches_the_consumers_copies(example):
     """)
 
 
-# dlb_contracts.cpp: argument.hpp and python.hpp called with the NULL
+# dlb_contracts.cpp: argument.hpp and core.hpp (dlbridge/python/) called with the NULL
 # pointers their contract allows, from a compiled extension. Each case is a
 # call and the exception it must raise (None: it returns).
 RAISES = """
@@ -954,12 +954,12 @@ def test_array_argument_misuse_does_not_compile(misuse, tmp_path):
         pytest.skip("needs a C++ compiler and an installed dlbridge (its headers)")
     body, message = MISUSES[misuse]
     source = tmp_path / "misuse.cpp"
-    source.write_text("#include <dlbridge/argument.hpp>\nvoid f() {\n  " + body + "\n}\n")
+    source.write_text("#include <dlbridge/python/argument.hpp>\nvoid f() {\n  " + body + "\n}\n")
     result = subprocess.run([compiler, "-std=c++20", "-fsyntax-only", "-I", dlbridge.get_include(),
                              "-I", sysconfig.get_paths()["include"], str(source)], capture_output=True, text=True)
     assert result.returncode != 0 and message in result.stderr, result.stderr[-3000:]
     control = tmp_path / "control.cpp"  # the same with read-only views of distinct dtypes compiles
-    control.write_text("#include <dlbridge/argument.hpp>\nvoid f() {\n  dlb::python::array_argument<"
+    control.write_text("#include <dlbridge/python/argument.hpp>\nvoid f() {\n  dlb::python::array_argument<"
                        "dlb::view<const float, dlb::ndim<1>>, dlb::view<const double, dlb::ndim<1>>> a;\n"
                        "  (void)a.holds<dlb::view<const double, dlb::ndim<1>>>();\n}\n")
     result = subprocess.run([compiler, "-std=c++20", "-fsyntax-only", "-I", dlbridge.get_include(),

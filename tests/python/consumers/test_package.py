@@ -14,8 +14,14 @@ def test_get_include_has_the_headers():
                    "validate.hpp", "demands.hpp", "describe.hpp", "tensor.hpp", "dispatch.hpp", "small_float.hpp",
                    "element.hpp", "host_copy.hpp",
                    "stream.hpp", "version.hpp", "copy/walk.hpp", "copy/vectors.hpp", "copy/tiles.hpp",
-                   "copy/threads.hpp", "copy/copies.hpp", "copy/casts.hpp", "python_copy.hpp"):
+                   "copy/threads.hpp", "copy/copies.hpp", "copy/casts.hpp"):
         assert (include / "dlbridge" / header).is_file(), header
+    # Those that need Python.h, apart; the binding's private ones not at all.
+    python = {p.name for p in (include / "dlbridge" / "python").iterdir()}
+    assert python == {"core.hpp", "argument_api.hpp", "argument.hpp", "returns.hpp", "copy.hpp", "bindings.hpp",
+                      "nanobind.hpp", "pybind11.hpp"}, python
+    for private in ("backend.hpp", "build_info.hpp", "numpy_arrays.hpp", "python.hpp", "argument.hpp"):
+        assert not (include / "dlbridge" / private).exists(), private
     version = (include / "dlbridge" / "version.hpp").read_text()
     assert f'"{dlbridge.__version__}"' in version
 

@@ -9,10 +9,13 @@ buffers, make arrays of 65 axes, read past an array, or give wrong data.
 No call may crash: the last test runs every reachable callable in a child
 process, which also runs under ASan + UBSan (tests/run asan-python)."""
 import array
+import importlib
+import importlib.machinery
 import itertools
 import operator
 import os
 import pickle
+import pkgutil
 import subprocess
 import sys
 import tempfile
@@ -22,8 +25,6 @@ import pytest
 
 import dlbridge
 import dlbridge._array
-import dlbridge._dlpack
-import dlbridge._types
 from messages import exactly
 from paths import HELPERS
 
@@ -397,16 +398,23 @@ def test_a_bytes_helper_made_by_new_has_no_buffer():
 # ---------------------------------------------------------------------------
 # Every reachable name, called with hostile arguments (in a child process)
 
-MODULES = (dlbridge._array, dlbridge._types, dlbridge._dlpack)
-# Every module-level callable and class; a new one must be added here, and
-# so gets called below.
+# Every compiled module's module-level callables and classes; a new one
+# must be added here, and so gets called below.
 REACHABLE = {
     "dlbridge._array": {"Array", "DeviceType", "_Bytes", "_HeldBuffer", "_from_pickle", "_reads_ndarray_fields",
-                        "asarray", "build_info", "empty", "from_dlpack", "full", "get_copy_threads",
-                        "release_cuda_cache", "set_copy_threads", "zeros"},
+                        "asarray", "empty", "from_dlpack", "full", "get_copy_threads", "set_copy_threads", "zeros"},
+    "dlbridge._backend": {"build_info", "release_cuda_cache"},
     "dlbridge._types": {"DType", "Device", "DeviceType", "as_device", "as_dtype"},
     "dlbridge._dlpack": set(),
 }
+MODULES = tuple(importlib.import_module(name) for name in REACHABLE)
+
+
+def test_every_compiled_module_is_listed():
+    extension = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    compiled = {f"dlbridge.{m.name}" for m in pkgutil.iter_modules(dlbridge.__path__)
+                if m.module_finder.find_spec(m.name).origin.endswith(extension)}
+    assert compiled == set(REACHABLE)
 
 
 def reachable():

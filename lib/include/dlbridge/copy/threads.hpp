@@ -6,8 +6,8 @@
 // includes these headers, starts with one of its own. In a Python process
 // dlbridge._array's is the one: it publishes it in its argument API table,
 // and every extension module built on dlbridge's Python headers uses it
-// (use_copy_state) once it has found that table (dlbridge/argument_api.hpp,
-// dlbridge/python_copy.hpp), so that dlbridge.set_copy_threads() reaches
+// (use_copy_state) once it has found that table (dlbridge/python/argument_api.hpp,
+// dlbridge/python/copy.hpp), so that dlbridge.set_copy_threads() reaches
 // their copies too. A C++ program made of several shared libraries can share
 // one the same way.
 #pragma once

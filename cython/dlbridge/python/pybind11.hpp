@@ -18,7 +18,7 @@
 
 #include <optional>
 
-#include "dlbridge/bindings.hpp"
+#include "dlbridge/python/bindings.hpp"
 
 namespace pybind11::detail {
 

@@ -19,7 +19,7 @@
 
 #include <optional>
 
-#include "dlbridge/bindings.hpp"
+#include "dlbridge/python/bindings.hpp"
 
 namespace nanobind::detail {
 

@@ -11,7 +11,7 @@
 
 #include "dlbridge/copy/threads.hpp"
 #include "dlbridge/dlpack.hpp"
-#include "dlbridge/python.hpp"
+#include "dlbridge/python/core.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/demands.hpp"
 #include "dlbridge/validate.hpp"

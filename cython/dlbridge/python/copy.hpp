@@ -9,9 +9,9 @@
 
 #include <atomic>
 
-#include "dlbridge/argument_api.hpp"
+#include "dlbridge/python/argument_api.hpp"
 #include "dlbridge/host_copy.hpp"
-#include "dlbridge/python.hpp"
+#include "dlbridge/python/core.hpp"
 
 namespace dlb::python {
 

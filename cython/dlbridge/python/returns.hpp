@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "dlbridge/argument.hpp"
-#include "dlbridge/argument_api.hpp"
-#include "dlbridge/python.hpp"
+#include "dlbridge/python/argument.hpp"
+#include "dlbridge/python/argument_api.hpp"
+#include "dlbridge/python/core.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/view.hpp"
 

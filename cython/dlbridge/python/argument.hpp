@@ -38,8 +38,8 @@
 #include <utility>
 #include <variant>
 
-#include "dlbridge/argument_api.hpp"
-#include "dlbridge/python.hpp"
+#include "dlbridge/python/argument_api.hpp"
+#include "dlbridge/python/core.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/demands.hpp"
 #include "dlbridge/validate.hpp"

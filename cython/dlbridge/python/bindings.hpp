@@ -11,9 +11,9 @@
 #include <optional>
 #include <string_view>
 
-#include "dlbridge/argument.hpp"
-#include "dlbridge/python.hpp"
-#include "dlbridge/returns.hpp"
+#include "dlbridge/python/argument.hpp"
+#include "dlbridge/python/core.hpp"
+#include "dlbridge/python/returns.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/view.hpp"
 
