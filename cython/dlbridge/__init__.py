@@ -7,9 +7,10 @@ array library.
 """
 import os as _os
 
-from dlbridge._array import Array, asarray, empty, from_dlpack, full, get_copy_threads, set_copy_threads, zeros
+from dlbridge._array import Array, empty, full, get_copy_threads, set_copy_threads, zeros
 from dlbridge._backend import _version as __version__
 from dlbridge._backend import build_info, release_cuda_cache
+from dlbridge._importers import asarray, from_dlpack
 from dlbridge._signatures import annotate
 from dlbridge._types import Device, DeviceType, DType
 

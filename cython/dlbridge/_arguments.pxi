@@ -1,7 +1,7 @@
-# Included by _array.pyx; uses from it: Array, wrap, _require, is_ndarray_type,
-# read_ndarray_fields; copy_to (dlbridge._backend); _exchange_api, _type_exchange_api, _torch_state_checked, _fail (_exchange.pxi);
-# _shared_array, _from_sequence, _is_nested, _is_jax_array, _jax_buffer (_importers.pxi); _slot_wrap,
-# _slot_wrap_like, _slot_zeros (_returns.pxi).
+# Included by _importers.pyx; uses from it: _shared_array, _from_sequence, _is_nested, _is_jax_array,
+# _jax_buffer, is_ndarray_type, read_ndarray_fields, _own_table; and from dlbridge._array: Array, wrap,
+# _require, _type_exchange_api, _torch_state_checked, _fail, _slot_wrap, _slot_wrap_like, _slot_zeros;
+# copy_to, copy_state (dlbridge._backend).
 # The argument converter: any framework's array as a validated DLTensor
 # borrowed for the length of a call, for dlbridge/python/argument.hpp
 # (array_argument<Views...>), published as the capsule _argument_api.
@@ -69,13 +69,13 @@ cdef int _borrow_found(x, cpp.borrowed_array* out) except -1:
     api = _type_exchange_api(x)
     # Arrays and subclasses keeping dlbridge's table (argument.hpp takes
     # exact Arrays inline; those holding no array come here for the error).
-    if api == &_exchange_api and isinstance(x, Array):
+    if api == _own_table and isinstance(x, Array):
         return _borrow_array(<Array>x, out, False)
     # A bare DLTensor says nothing of read-only data: the slot serves
     # PyTorch's tensors, which are never read-only; others export a
     # managed tensor, which has the flag. Float4 pairs (lanes 2) go through
     # from_dlpack too, whose Array holds them in DLPack's spelling.
-    if api != NULL and api != &_exchange_api and api.dltensor_from_py_object_no_sync != NULL:
+    if api != NULL and api != _own_table and api.dltensor_from_py_object_no_sync != NULL:
         if api.dltensor_from_py_object_no_sync(<void*>obj, &out.tensor) != 0:
             PyErr_Clear()  # a fast path only: from_dlpack below gives the protocol's answer
         elif (out.tensor.device.device_type == cpp.kDLCPU and out.tensor.dtype.lanes == 1
@@ -214,7 +214,9 @@ _argument_api_table.wrap = _slot_wrap
 _argument_api_table.wrap_like = _slot_wrap_like
 _argument_api_table.zeros = _slot_zeros
 _argument_api_table.convert = _slot_convert
-_argument_api_table.copy_state = &cpp.copy_state_in_use()
+_argument_api_table.copy_state = copy_state()
 
-# The table lives as long as the module, which Python never unloads.
-_argument_api = PyCapsule_New(&_argument_api_table, cpp.argument_api_capsule, NULL)
+# The table lives as long as the module, which Python never unloads. It is
+# published where extension modules look for it (argument_api.hpp: the ABI),
+# on dlbridge._array, which has finished its import before this one begins.
+dlbridge._array._argument_api = PyCapsule_New(&_argument_api_table, cpp.argument_api_capsule, NULL)

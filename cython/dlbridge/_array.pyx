@@ -1,33 +1,30 @@
 # cython: language_level=3
-"""The Array type and the functions that make Arrays: from_dlpack, asarray,
-empty, zeros, full. One extension module, written in files by concern,
-over dlbridge._types (DType, Device), dlbridge._dlpack (the capsule
-protocol) and dlbridge._backend (arrays on any device: the one module that
-links the CUDA runtime). This one holds the Array type and what every
-other file uses: wrap, views, copies, exports and numpy_arrays.hpp's
-declarations. The .pxi files, each naming on its first line what it uses
-from the others:
+"""The Array type: wrap, views, copies, its exports (__dlpack__, the array
+interfaces, the buffer protocol, dlbridge's DLPack C exchange table) and
+what makes one here (empty, zeros, full, unpickling, wrap_like); Python
+scalars; the reading of a producer type's exchange table. Over
+dlbridge._types, _dlpack and _backend (the one module that links the CUDA
+runtime); dlbridge._importers (from_dlpack, asarray, the argument
+converter) is above it and cimports what _array.pxd declares. Written in
+files by concern, each naming on its first line what it uses from the
+others:
 
 - _streams.pxi: the stream arguments of __dlpack__ and to_device;
-- _scalars.pxi: Python scalars, elements and the dtype of a value;
+- _scalars.pxi: Python scalars, elements and the dtype of a value (and of
+  a list of them);
 - _indexing.pxi: basic indexing (views);
-- _exchange.pxi: the DLPack C exchange API, dlbridge's table and imports
-  through a producer's;
-- _importers.pxi: the import pipeline of from_dlpack and asarray (the
-  door, the route lists, the finish), their routes (array interfaces, the
-  buffer protocol, sequences), and the adopters of memory that Python
-  objects own;
+- _exchange.pxi: the DLPack C exchange API: dlbridge's table, and the
+  reading of a producer type's;
 - _creation.pxi: empty, zeros, full and the shape rule's errors;
 - _pickle.pxi: pickling;
 - _copy_threads.pxi: get_copy_threads, set_copy_threads;
-- _returns.pxi: arrays made in C++ returned like an input (wrap_like);
-- _arguments.pxi: the argument converter behind dlbridge/python/argument.hpp and
-  dlbridge/python/returns.hpp, published as _argument_api."""
+- _returns.pxi: arrays made in C++ returned like an input (wrap_like), and
+  the argument API's slots that make arrays."""
 import operator
 
 cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FORMAT,
-                             PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE)
+                             PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE, PyObject_GetBuffer)
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uint64_t, uintptr_t
@@ -38,30 +35,15 @@ from libcpp.utility cimport move
 
 cimport dlbridge.cpp as cpp
 from dlbridge.cpp cimport raise_python_error
-from dlbridge._backend cimport (copy_to, cuda_pointer_device, empty_on, fill_on_device, inherited_across_fork, lend,
-                               order_after_producer, ordered_import, use_copy_state)
+from dlbridge._backend cimport copy_state, copy_to, empty_on, fill_on_device, inherited_across_fork, lend
 from dlbridge._dlpack cimport export_capsule
 from dlbridge._types cimport DType, Device, as_device, device_from_cpp, dtype_from_cpp
 
 from dlbridge._types import DeviceType
 
-# The backend's CPU copies use this module's copy state, the one
+# This module's copies use the backend's copy state, the one
 # set_copy_threads() sets and the argument API publishes.
-use_copy_state(cpp.copy_state_in_use())
-
-
-# NumPy's ndarray read from its own fields, for from_dlpack and the argument
-# converter (NumPy's C API is imported when the first ndarray arrives).
-cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
-    cbool is_ndarray_type(PyTypeObject*) noexcept
-    cbool read_ndarray_fields "dlb::python::numpy::read_fields"(PyObject*, cpp.borrowed_array&) noexcept
-
-
-def _reads_ndarray_fields(x):
-    """Whether from_dlpack(x) and array arguments take the route that reads
-    x's own fields (x is an exact numpy.ndarray and NumPy's C API is
-    imported), for the tests."""
-    return is_ndarray_type(Py_TYPE(x))
+cpp.use_copy_state(copy_state()[0])
 
 
 # Where __array_interface__ says an empty array with no data pointer lies:
@@ -103,13 +85,6 @@ cdef Array _view(Array base, cpp.tensor& t):
     Py_INCREF(root)
     cdef cpp.tensor kept = t.kept_by(cpp.release_object, <void*>root)
     return wrap(kept)
-
-
-cdef inline int _require(Array a) except -1:
-    """Refuses an Array that holds no memory (see _not_initialised)."""
-    if not a.t.has_value():
-        raise _not_initialised(a)
-    return 0
 
 
 cdef tuple _extents(const cpp.tensor& t):
@@ -171,6 +146,35 @@ cdef _require_host(Array a, str what):
         raise BufferError(f"{what}: this array's {a.device} memory was inherited across fork() from a process that "
                           f"used CUDA, and is not mapped in this one; start workers with the 'spawn' or "
                           f"'forkserver' method")
+
+
+cdef cpp.release_fn _object_release() noexcept:
+    return cpp.release_object
+
+
+# Memory a buffer export holds: a Py_buffer of its own, which the tensor
+# on it releases exactly once.
+
+cdef Py_buffer* _export_buffer(obj, int flags) except NULL:
+    """obj's buffer export, in a Py_buffer of its own: hand it to
+    _adopt_buffer, or give it back with cpp.release_buffer."""
+    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
+    if view == NULL:
+        raise MemoryError()
+    try:
+        PyObject_GetBuffer(obj, view, flags)
+    except BaseException:
+        free(view)
+        raise
+    return view
+
+
+cdef cpp.tensor _adopt_buffer(Py_buffer* view, cpp.dtype t, cpp.extents_t shape, cpp.extents_t strides,
+                              bint readonly) except *:
+    """A CPU tensor on the memory of an _export_buffer export, which it
+    releases; no strides mean C order."""
+    return cpp.tensor.adopt(view.buf, t, cpp.device(cpp.kDLCPU, 0), shape, strides, readonly, cpp.release_buffer,
+                            view)
 
 
 cdef dict _interface_dict(const cpp.tensor& t, str interface, str instead, uintptr_t data):
@@ -245,6 +249,11 @@ cdef cpp.device _export_device(Array a, dl_device) except *:
     return target.value
 
 
+# dlbridge._importers.asarray, which Array(obj) is: _importers cimports this
+# module, so asarray is imported at the first Array(obj), not cimported.
+cdef object _asarray = None
+
+
 cdef class Array:
     """An n-dimensional strided array that speaks DLPack.
 
@@ -271,7 +280,11 @@ cdef class Array:
     __c_dlpack_exchange_api__ = _exchange_api_address()  # the same table, as DLPack 1.2 published it
 
     def __init__(self, obj, *, dtype=None, copy=None):
-        cdef Array a = asarray(obj, dtype=dtype, copy=copy)
+        global _asarray
+        if _asarray is None:
+            from dlbridge._importers import asarray
+            _asarray = asarray
+        cdef Array a = _asarray(obj, dtype=dtype, copy=copy)
         # Checked after asarray, which may release the GIL, and set with no
         # release in between: of two threads initialising one Array, one wins.
         if self.t.has_value():
@@ -650,11 +663,9 @@ dlbridge_set_gc_slots(<PyTypeObject*>Array, _traverse_array, _clear_array)
 # file sets: the Array class above calls _exchange_api_capsule() rather
 # than reading a global, for that reason. Keep it so: such a read, made
 # before the other file sets the name, fails the import with NameError.
-include "_arguments.pxi"
 include "_copy_threads.pxi"
 include "_creation.pxi"
 include "_exchange.pxi"
-include "_importers.pxi"
 include "_indexing.pxi"
 include "_pickle.pxi"
 include "_returns.pxi"

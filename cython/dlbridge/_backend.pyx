@@ -34,16 +34,13 @@ cdef extern from "dlbridge/cuda/arrays.hpp" namespace "dlb::cuda_runtime":
     cbool backend_built() noexcept
 
 
-cdef extern from "dlbridge/copy/threads.hpp" namespace "dlb" nogil:
-    void _use_copy_state "dlb::use_copy_state"(cpp.copy_state&) noexcept
-
-
 # Copies of more bytes than this release the GIL.
 cdef int64_t _nogil_bytes = 1 << 16
 
 
-cdef cpp.tensor empty_on(cpp.device where, cpp.extents_t shape, cpp.dtype type) except * nogil:
-    return _empty_on(where, shape, type)
+cdef int empty_on(cpp.device where, cpp.extents_t shape, cpp.dtype type, cpp.tensor* out) except -1 nogil:
+    out[0] = _empty_on(where, shape, type)
+    return 0
 
 
 cdef cpp.tensor copy_to(const cpp.tensor& t, cpp.device where, cpp.dtype type,
@@ -62,12 +59,13 @@ cdef int fill_on_device(const cpp.tensor& t, const cpp.scalar& value) except -1 
     return 0
 
 
-cdef cpp.tensor lend(const cpp.tensor& t, cpp.cuda_stream stream) except * nogil:
+cdef cpp.tensor lend(const cpp.tensor& t, cpp.cuda_stream stream) except *:
     return _lend(t, stream)
 
 
-cdef cpp.tensor ordered_import(const cpp.tensor& t, cpp.cuda_stream producer) except * nogil:
-    return _ordered_import(t, producer)
+cdef int ordered_import(const cpp.tensor& t, cpp.cuda_stream producer, cpp.tensor* out) except -1 nogil:
+    out[0] = _ordered_import(t, producer)
+    return 0
 
 
 cdef int order_after_producer(const cpp.tensor& t, cpp.cuda_stream producer) except -1 nogil:
@@ -83,8 +81,8 @@ cdef bint inherited_across_fork(const cpp.tensor& t) noexcept nogil:
     return _inherited_across_fork(t)
 
 
-cdef void use_copy_state(cpp.copy_state& state) noexcept nogil:
-    _use_copy_state(state)
+cdef cpp.copy_state* copy_state() noexcept nogil:
+    return &cpp.copy_state_in_use()
 
 
 def release_cuda_cache():

@@ -1,7 +1,7 @@
 # Included by _array.pyx; uses from it: nothing.
 # How many threads a CPU copy or cast may use (dlb::copy_threads in
-# dlbridge/copy/threads.hpp): this module's copy state, which dlbridge._backend's
-# copies use too.
+# dlbridge/copy/threads.hpp): dlbridge._backend's copy state, which every
+# dlbridge module uses.
 import operator
 
 cimport dlbridge.cpp as cpp

@@ -54,9 +54,10 @@ cdef cpp.tensor _allocate(shape, DType dt, device, str name) except *:
     cdef cpp.tensor t
     try:
         if where.type == cpp.kDLCPU:
-            return empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value)
+            empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value, &t)
+            return t
         with nogil:  # a CUDA allocation may wait for the GPU (pinned, managed, out of memory)
-            t = empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value)
+            empty_on(where, cpp.extents_t(dims.data(), dims.size()), dt.value, &t)
         return t
     except MemoryError:
         raise MemoryError(f"{name}: cannot allocate {nbytes} bytes for shape {shape} of {dt.name}") from None

@@ -1,9 +1,8 @@
-# Included by _array.pyx; uses from it: Array, wrap, _view, _require; empty_on, ordered_import
-# (dlbridge._backend).
+# Included by _array.pyx; uses from it: Array, wrap, _view, _require; empty_on (dlbridge._backend).
 # The DLPack 1.3 C exchange API: dlbridge's own table, published on Array as
 # __dlpack_c_exchange_api__ (a capsule) and __c_dlpack_exchange_api__ (the
-# DLPack 1.2 int form), and from_dlpack's import through the table of a
-# producer's type.
+# DLPack 1.2 int form), and the reading of a producer type's table, which
+# dlbridge._importers imports through (from_exchange_api).
 #
 # Slots report failure by returning -1 with a Python exception set (the
 # allocator through its SetError callback instead); none lets a Python or C++
@@ -89,9 +88,9 @@ cdef int _slot_allocate_with_gil(cpp.DLTensor* prototype, cpp.DLManagedTensorVer
         out[0] = NULL
         fields = _prototype_fields(prototype)
         with nogil:  # a GPU out of memory waits for the GPU before its one retry
-            t = empty_on(cpp.device(fields.device.device_type, fields.device.device_id),
-                         cpp.extents_t(fields.shape, fields.ndim),
-                         cpp.dtype(fields.dtype.code, fields.dtype.bits, fields.dtype.lanes))
+            empty_on(cpp.device(fields.device.device_type, fields.device.device_id),
+                     cpp.extents_t(fields.shape, fields.ndim),
+                     cpp.dtype(fields.dtype.code, fields.dtype.bits, fields.dtype.lanes), &t)
         out[0] = t.export_versioned(0)
         return 0
     except BaseException as e:
@@ -199,7 +198,11 @@ cdef object _exchange_api_address():
     return PyLong_FromVoidPtr(&_exchange_api)
 
 
-# -- importing through a producer's table ------------------------------------
+cdef const cpp.DLPackExchangeAPI* _own_exchange_api() noexcept:
+    return &_exchange_api
+
+
+# -- a producer type's table -------------------------------------------------
 
 cdef str _api_attribute = "__dlpack_c_exchange_api__"  # identifier-like literals are interned
 cdef str _int_api_attribute = "__c_dlpack_exchange_api__"
@@ -348,57 +351,8 @@ cdef int _check_slot(int status, object x, str slot) except -1:
     return -1
 
 
-cdef Array from_exchange_api(object x, bint* copied):
-    """from_dlpack(x) through the exchange table of type(x): an Array, or None
-    when the type has no DLPack 1.x table or its table fails to export x.
-    `copied`: set where the table says it copied the data (IS_COPIED)."""
-    cdef const cpp.DLPackExchangeAPI* api = _type_exchange_api(x)
-    if api == NULL:
-        return None
-    if api == &_exchange_api and isinstance(x, Array):
-        # An Array (or a subclass keeping dlbridge's table): a view of it, no
-        # export in between, so that the collector can follow what holds the memory.
-        return _whole_view(<Array>x)
-    return _import_through(api, x, copied)
-
-
 cdef Array _whole_view(Array a):
     """A new Array on all of a's memory."""
     _require(a)
     cdef cpp.tensor t = a.t
     return _view(a, t)
-
-
-cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint* copied):
-    # Apart from from_exchange_api, so that producers with no table do not
-    # pay for this function's C++ locals.
-    _torch_state_checked(x)
-    cdef cpp.DLManagedTensorVersioned* m = NULL
-    try:
-        _check_slot(api.managed_tensor_from_py_object_no_sync(<void*>x, &m), x,
-                    "managed_tensor_from_py_object_no_sync")
-    except Exception:
-        # The table is a fast path; where it fails, __dlpack__ gives the
-        # answer, in the array API's terms (PyTorch's table turns BufferError
-        # into RuntimeError and appends a C++ backtrace).
-        return None
-    if m == NULL:
-        return None
-    # The slot takes no copy argument: a producer may copy (and says so with
-    # IS_COPIED), which copy=False must not let pass (the import's finish).
-    copied[0] = (m.flags & cpp.dlpack_flag_is_copied) != 0
-    cdef cpp.tensor t = cpp.tensor.import_(m, cpp.release_versioned)
-    # The slot does not synchronise: the data is ready in the order of the
-    # producer's current work stream, which the legacy default stream (where
-    # dlbridge's arrays are ready) must wait for, and the host too for
-    # managed memory; that stream waits for dlbridge's work when the Array
-    # lets the memory go (dlbridge/cuda/arrays.hpp: ordered_import). NULL names the legacy stream.
-    # Refused (BufferError) while that stream is being captured into a CUDA graph
-    # (inside torch.cuda.graph): the data exists only once the graph runs.
-    cdef cpp.device d = t.get_device()
-    cdef void* stream = NULL
-    if d.is_stream_ordered():
-        _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
-        with nogil:  # waits for the producer where the host may read next (pinned, managed)
-            t = ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream)
-    return wrap(t)

@@ -1,4 +1,4 @@
-# Included by _array.pyx; uses from it: Array, wrap; _export_buffer, _adopt_buffer (_importers.pxi);
+# Included by _array.pyx; uses from it: Array, wrap, _export_buffer, _adopt_buffer;
 # _checked_shape, _allocate (_creation.pxi).
 # Pickling: Array.__reduce_ex__'s flat buffer and its inverse.
 cimport cython

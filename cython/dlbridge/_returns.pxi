@@ -2,7 +2,7 @@
 # _type_exchange_api, _check_slot, _fail (_exchange.pxi); _zero_bits (_creation.pxi).
 # Arrays made in C++ returned to Python: wrap_like, and the argument API's
 # wrap and wrap_like slots behind dlbridge/python/returns.hpp (to_python,
-# to_python_like), which _arguments.pxi publishes.
+# to_python_like), which dlbridge._importers publishes (_arguments.pxi).
 import sys
 import weakref
 
@@ -127,7 +127,7 @@ cdef int _slot_zeros(cpp.device where, const int64_t* shape, int32_t ndim, cpp.d
         try:
             zero = _zero_bits(type)
             with nogil:  # waits for the GPU in pinned and managed memory
-                out[0] = empty_on(where, cpp.extents_t(shape, ndim), type)
+                empty_on(where, cpp.extents_t(shape, ndim), type, out)
                 fill_on_device(out[0], zero)
         except (RuntimeError, ValueError) as e:
             raise BufferError(f"zeros_like: cannot allocate memory on {device_from_cpp(where)}: {e}") from None

@@ -1,5 +1,6 @@
-# Included by _array.pyx; uses from it: _common_dtype (_importers.pxi).
-# Python scalars and elements: reading, writing and the dtype of a value.
+# Included by _array.pyx; uses from it: nothing.
+# Python scalars and elements: reading, writing and the dtype of a value (and
+# of a list of them).
 import operator
 
 cimport dlbridge.cpp as cpp
@@ -95,3 +96,43 @@ cdef DType _scalar_dtype(value):
     if getattr(value, "shape", None) == () and hasattr(value, "dtype"):
         return as_dtype(value.dtype)
     return _common_dtype([value])
+
+
+cdef DType _common_dtype(list leaves):
+    """NumPy's inference for lists: the leaves' own dtype when they all share
+    one; where some are NumPy scalars, NumPy's promotion of their dtypes with
+    those of the Python scalars (bool, int64 or uint64, float64, complex128);
+    else the widest kind of the Python scalars."""
+    cdef int kind = 0
+    cdef int k
+    big = False
+    shared = getattr(leaves[0], "dtype", None)
+    typed = set()  # the dtypes of leaves that have one
+    python_kinds = set()
+    for v in leaves:
+        dtype = getattr(v, "dtype", None)
+        if dtype is None:
+            shared = None
+        else:
+            typed.add(dtype)
+            if shared is not None and dtype != shared:
+                shared = None
+        k = _scalar_kind(v)
+        if k == 1 and dtype is None:
+            big = big or operator.index(v) >= 2**63
+        if dtype is None:
+            python_kinds.add(k)
+        kind = max(kind, k)
+    if shared is not None:
+        return as_dtype(shared)
+    numpy = sys.modules.get("numpy")
+    if typed and numpy is not None and all(isinstance(t, numpy.dtype) for t in typed):
+        defaults = [("bool", "uint64" if big else "int64", "float64", "complex128")[k] for k in python_kinds]
+        try:
+            return as_dtype(numpy.result_type(*typed, *defaults))
+        except TypeError:  # NumPy would make an object array
+            names = ", ".join(sorted({str(t) for t in typed} | set(defaults)))
+            raise TypeError(f"asarray: the scalars' dtypes ({names}) have no common dtype") from None
+    if kind == 1 and big:
+        return as_dtype("uint64")
+    return as_dtype(("bool", "int64", "float64", "complex128")[kind])

@@ -480,10 +480,12 @@ cdef extern from "dlbridge/python/copy.hpp" namespace "dlb::python::copies" nogi
 
 
 cdef extern from "dlbridge/copy/threads.hpp" namespace "dlb" nogil:
-    # The state behind copy_threads(), which dlbridge._array publishes.
+    # The state behind copy_threads(): dlbridge._backend's, which the other
+    # modules use (use_copy_state) and the argument API publishes.
     cppclass copy_state:
         pass
     copy_state& copy_state_in_use() noexcept
+    void use_copy_state(copy_state&) noexcept
 
 
 cdef extern from "dlbridge/python/core.hpp" namespace "dlb::python" nogil:

@@ -111,7 +111,7 @@ TEST_CASE("threads: large casts on several threads equal the cast on one") {
 
 // The copy state: copy_threads() and set_copy_threads() read and write the
 // state in use, this program's own until use_copy_state() names another (as
-// a Python extension module does with dlbridge._array's).
+// a Python extension module does with dlbridge's).
 TEST_CASE("threads: the copy state in use, this program's own or another one") {
   dlb::copy_state& own = dlb::copy_state_in_use();
   CHECK(&dlb::copy_state_in_use() == &own);

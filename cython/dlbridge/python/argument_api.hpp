@@ -63,7 +63,7 @@ struct argument_api {
   // out->owner (see array_argument for the rule).
   int (*convert)(PyObject* object, borrowed_array* out, const requirements* demands, std::size_t count,
                  const char* function, const char* name);
-  // dlbridge._array's copy state (dlb::copy_state_in_use(), copy/threads.hpp),
+  // dlbridge's copy state (dlbridge._backend's; copy/threads.hpp),
   // which dlbridge.set_copy_threads() sets: a module that finds this table
   // uses it for its own copies (get_argument_api).
   dlb::copy_state* copy_state;
@@ -91,7 +91,7 @@ inline const argument_api& checked_argument_api(const argument_api& found) {
 }
 
 // The converter, found once per extension module (imports dlbridge._array);
-// from then on the module's copies use dlbridge._array's copy state.
+// from then on the module's copies use dlbridge's copy state.
 inline const argument_api& get_argument_api() {
   static const argument_api* api = nullptr;
   if (api) return *api;

@@ -1,5 +1,5 @@
 // host_copy.hpp's calls for extension modules: each first makes the module's
-// copies use dlbridge._array's copy state (dlb::copy_state,
+// copies use dlbridge's copy state (dlb::copy_state,
 // copy/threads.hpp), so that dlbridge.set_copy_threads() reaches them.
 // cpp.pxd maps its copy calls to dlb::python::copies; C++ extensions that
 // copy may call these, or find the argument API (get_argument_api) first.
@@ -15,7 +15,7 @@
 
 namespace dlb::python {
 
-// Makes this module use dlbridge._array's copy state, once (get_argument_api
+// Makes this module use dlbridge's copy state, once (get_argument_api
 // does it); afterwards one atomic load. From any thread, with the GIL or
 // without. Where the argument API cannot be found (dlbridge._array not
 // importable, another ABI), the exception is cleared and the module's copies

@@ -509,7 +509,7 @@ def test_plain_cpp_extension_takes_every_producer(example):
 
 
 def test_set_copy_threads_reaches_the_consumers_copies(example):
-    # One copy state per process, dlbridge._array's: the Cython module's copy
+    # One copy state per process, dlbridge's (dlbridge._backend's): the Cython module's copy
     # calls (cpp.pxd) use it before they copy, and a C++ module's from the
     # first argument it takes (get_argument_api).
     run(example, """

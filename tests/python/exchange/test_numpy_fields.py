@@ -165,7 +165,7 @@ def test_a_subclass_answers_through_its_own_dlpack():
 FRESH = """
 import sys
 import dlbridge
-from dlbridge._array import _reads_ndarray_fields
+from dlbridge._importers import _reads_ndarray_fields
 
 # A type merely named numpy.ndarray (all that is read of a type before NumPy's
 # C API is imported), whose __dlpack__ answers.

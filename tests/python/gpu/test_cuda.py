@@ -5,6 +5,8 @@ Arrays "on cuda:0" here come from a CUDA array interface over host memory,
 which dlbridge labels cuda:0 and never reads on the host. The GPU suites are
 tests/cuda (C++) and test_cuda_gpu.py."""
 import ctypes
+import importlib.machinery
+import pathlib
 import re
 import shutil
 
@@ -33,6 +35,18 @@ CREATE = {
 def test_backend_is_built_where_nvcc_is():
     assert INFO["cuda"] is True
     assert INFO["cuda_version"] is not None
+
+
+def test_one_module_holds_the_cuda_runtime():
+    # dlbridge._backend links dlbridge_cuda (the backend, with the static CUDA
+    # runtime, or the implementation that refuses GPU work); every other
+    # module reaches it through _backend.pxd, so a process holds one runtime.
+    package = pathlib.Path(dlbridge.__file__).parent
+    modules = {path.name.split(".")[0]: path.read_bytes() for path in package.iterdir()
+               if path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))}
+    assert set(modules) == {"_types", "_dlpack", "_backend", "_array", "_importers"}, set(modules)
+    marker = b"cudaStreamCreateWithFlags" if INFO["cuda"] else b"built without the CUDA backend"
+    assert [name for name, code in modules.items() if marker in code] == ["_backend"]
 
 
 @needs_no_gpu

@@ -4,8 +4,8 @@
 // The state is one dlb::copy_state, reached through copy_state_in_use(). The
 // engine is header-only, so each program, and each shared library that
 // includes these headers, starts with one of its own. In a Python process
-// dlbridge._array's is the one: it publishes it in its argument API table,
-// and every extension module built on dlbridge's Python headers uses it
+// dlbridge._backend's is the one: dlbridge's other modules use it, its
+// argument API table publishes it, and every extension module built on dlbridge's Python headers uses it
 // (use_copy_state) once it has found that table (dlbridge/python/argument_api.hpp,
 // dlbridge/python/copy.hpp), so that dlbridge.set_copy_threads() reaches
 // their copies too. A C++ program made of several shared libraries can share

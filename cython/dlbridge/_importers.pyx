@@ -1,9 +1,12 @@
-# Included by _array.pyx; uses from it: Array, wrap, _require, is_ndarray_type,
-# read_ndarray_fields; copy_to, order_after_producer, cuda_pointer_device (dlbridge._backend); _element_value,
-# _scalar_kind, _scalar_once (_scalars.pxi); _stream_int64 (_streams.pxi); from_exchange_api (_exchange.pxi).
-# from_dlpack and asarray: the import pipeline, its routes (the DLPack
-# producers', the array interfaces, the buffer protocol, nested sequences),
-# and the memory Python objects own.
+# cython: language_level=3
+"""from_dlpack and asarray: the import pipeline (the door, the route lists,
+the finish), their routes (the DLPack producers', a producer type's C
+exchange table, the array interfaces, the buffer protocol, nested
+sequences), and the memory Python objects own; and the argument converter
+behind dlbridge/python/argument.hpp (_arguments.pxi), whose table this
+module publishes as dlbridge._array._argument_api. Over dlbridge._array
+(the Array type, scalars, exchange tables, buffer exports: _array.pxd),
+_dlpack, _types and _backend; nothing cimports this module."""
 import operator
 import sys
 import warnings
@@ -17,12 +20,43 @@ from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset, strcmp, strcpy, strlen
+from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
 from libcpp.vector cimport vector
 
 cimport dlbridge.cpp as cpp
+from dlbridge._array cimport (Array, _adopt_buffer, _as_copy_mode, _check_slot, _common_dtype, _copy_always,
+                              _copy_if_needed, _copy_mode, _copy_never, _element_value, _export_buffer, _fail,
+                              _object_release, _own_exchange_api, _require, _scalar_kind, _scalar_once, _slot_wrap,
+                              _slot_wrap_like, _slot_zeros, _stream_int64, _torch_state_checked, _type_exchange_api,
+                              _whole_view, wrap)
+from dlbridge._backend cimport copy_state, copy_to, cuda_pointer_device, order_after_producer, ordered_import
 from dlbridge._dlpack cimport call_dlpack, dlpack_device, import_capsule
 from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
+
+import dlbridge._array
+
+
+# NumPy's ndarray read from its own fields, for from_dlpack and the argument
+# converter (NumPy's C API is imported when the first ndarray arrives).
+cdef extern from "dlbridge/numpy_arrays.hpp" namespace "dlb::python::numpy":
+    cbool is_ndarray_type(PyTypeObject*) noexcept
+    cbool read_ndarray_fields "dlb::python::numpy::read_fields"(PyObject*, cpp.borrowed_array&) noexcept
+
+
+def _reads_ndarray_fields(x):
+    """Whether from_dlpack(x) and array arguments take the route that reads
+    x's own fields (x is an exact numpy.ndarray and NumPy's C API is
+    imported), for the tests."""
+    return is_ndarray_type(Py_TYPE(x))
+
+
+# This module's copies use the backend's copy state (set_copy_threads()).
+cpp.use_copy_state(copy_state()[0])
+# dlbridge._array's release_object: the one whose owners the collector follows.
+cdef cpp.release_fn _release_object = _object_release()
+# dlbridge's own exchange table: an Array that keeps it is viewed, not exported.
+cdef const cpp.DLPackExchangeAPI* _own_table = _own_exchange_api()
 
 # ---------------------------------------------------------------------------
 # Memory that Python objects own: the tensor on it holds the object (or its
@@ -33,7 +67,7 @@ cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, cpp.
                               cpp.extents_t strides, bint readonly) except *:
     """A tensor on memory `owner` keeps alive; no strides mean C order."""
     Py_INCREF(owner)
-    return cpp.tensor.adopt(data, t, d, shape, strides, readonly, cpp.release_object, <void*>owner)
+    return cpp.tensor.adopt(data, t, d, shape, strides, readonly, _release_object, <void*>owner)
 
 
 cdef inline Array _wrap_host_fields(owner, cpp.borrowed_array* fields):
@@ -47,30 +81,8 @@ cdef inline Array _wrap_host_fields(owner, cpp.borrowed_array* fields):
     Py_INCREF(owner)  # given back by release_object, exactly once (adopt runs it where validation fails)
     return wrap(cpp.tensor.adopt(fields.tensor.data, cpp.dtype(fields.tensor.dtype.code, fields.tensor.dtype.bits, 1),
                                  cpp.device(cpp.kDLCPU, 0), cpp.extents_t(fields.tensor.shape, ndim),
-                                 cpp.extents_t(fields.tensor.strides, ndim), fields.readonly, cpp.release_object,
+                                 cpp.extents_t(fields.tensor.strides, ndim), fields.readonly, _release_object,
                                  <void*>owner))
-
-
-cdef Py_buffer* _export_buffer(obj, int flags) except NULL:
-    """obj's buffer export, in a Py_buffer of its own: hand it to
-    _adopt_buffer, or give it back with cpp.release_buffer."""
-    cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
-    if view == NULL:
-        raise MemoryError()
-    try:
-        PyObject_GetBuffer(obj, view, flags)
-    except BaseException:
-        free(view)
-        raise
-    return view
-
-
-cdef cpp.tensor _adopt_buffer(Py_buffer* view, cpp.dtype t, cpp.extents_t shape, cpp.extents_t strides,
-                              bint readonly) except *:
-    """A CPU tensor on the memory of an _export_buffer export, which it
-    releases; no strides mean C order."""
-    return cpp.tensor.adopt(view.buf, t, cpp.device(cpp.kDLCPU, 0), shape, strides, readonly, cpp.release_buffer,
-                            view)
 
 
 # ---------------------------------------------------------------------------
@@ -80,21 +92,6 @@ cdef cpp.tensor _adopt_buffer(Py_buffer* view, cpp.dtype t, cpp.extents_t shape,
 # the request whether that is a copy already) or None where it does not
 # apply; and end in one finish, which moves, converts, copies and refuses.
 # A new producer route is one function in a list.
-
-cdef enum _copy_mode:
-    _copy_if_needed  # copy=None
-    _copy_always     # copy=True
-    _copy_never      # copy=False
-
-
-cdef inline _copy_mode _as_copy_mode(copy) except *:
-    """The array API's copy argument: True, False or None; TypeError otherwise."""
-    if copy is None:
-        return _copy_if_needed
-    if type(copy) is bool:
-        return _copy_always if copy else _copy_never
-    raise TypeError(f"copy must be True, False or None, got {copy!r}")
-
 
 cdef struct _import_request:
     const char* function  # who asked, for messages: "from_dlpack", "asarray"
@@ -712,41 +709,57 @@ cdef Array _from_sequence(obj, DType want):
     return wrap(t)
 
 
-cdef DType _common_dtype(list leaves):
-    """NumPy's inference for lists: the leaves' own dtype when they all share
-    one; where some are NumPy scalars, NumPy's promotion of their dtypes with
-    those of the Python scalars (bool, int64 or uint64, float64, complex128);
-    else the widest kind of the Python scalars."""
-    cdef int kind = 0
-    cdef int k
-    big = False
-    shared = getattr(leaves[0], "dtype", None)
-    typed = set()  # the dtypes of leaves that have one
-    python_kinds = set()
-    for v in leaves:
-        dtype = getattr(v, "dtype", None)
-        if dtype is None:
-            shared = None
-        else:
-            typed.add(dtype)
-            if shared is not None and dtype != shared:
-                shared = None
-        k = _scalar_kind(v)
-        if k == 1 and dtype is None:
-            big = big or operator.index(v) >= 2**63
-        if dtype is None:
-            python_kinds.add(k)
-        kind = max(kind, k)
-    if shared is not None:
-        return as_dtype(shared)
-    numpy = sys.modules.get("numpy")
-    if typed and numpy is not None and all(isinstance(t, numpy.dtype) for t in typed):
-        defaults = [("bool", "uint64" if big else "int64", "float64", "complex128")[k] for k in python_kinds]
-        try:
-            return as_dtype(numpy.result_type(*typed, *defaults))
-        except TypeError:  # NumPy would make an object array
-            names = ", ".join(sorted({str(t) for t in typed} | set(defaults)))
-            raise TypeError(f"asarray: the scalars' dtypes ({names}) have no common dtype") from None
-    if kind == 1 and big:
-        return as_dtype("uint64")
-    return as_dtype(("bool", "int64", "float64", "complex128")[kind])
+# ---------------------------------------------------------------------------
+# Imports through a producer type's DLPack C exchange table (read by
+# dlbridge._array: _type_exchange_api)
+
+cdef Array from_exchange_api(object x, bint* copied):
+    """from_dlpack(x) through the exchange table of type(x): an Array, or None
+    when the type has no DLPack 1.x table or its table fails to export x.
+    `copied`: set where the table says it copied the data (IS_COPIED)."""
+    cdef const cpp.DLPackExchangeAPI* api = _type_exchange_api(x)
+    if api == NULL:
+        return None
+    if api == _own_table and isinstance(x, Array):
+        # An Array (or a subclass keeping dlbridge's table): a view of it, no
+        # export in between, so that the collector can follow what holds the memory.
+        return _whole_view(<Array>x)
+    return _import_through(api, x, copied)
+
+
+cdef Array _import_through(const cpp.DLPackExchangeAPI* api, object x, bint* copied):
+    # Apart from from_exchange_api, so that producers with no table do not
+    # pay for this function's C++ locals.
+    _torch_state_checked(x)
+    cdef cpp.DLManagedTensorVersioned* m = NULL
+    try:
+        _check_slot(api.managed_tensor_from_py_object_no_sync(<void*>x, &m), x,
+                    "managed_tensor_from_py_object_no_sync")
+    except Exception:
+        # The table is a fast path; where it fails, __dlpack__ gives the
+        # answer, in the array API's terms (PyTorch's table turns BufferError
+        # into RuntimeError and appends a C++ backtrace).
+        return None
+    if m == NULL:
+        return None
+    # The slot takes no copy argument: a producer may copy (and says so with
+    # IS_COPIED), which copy=False must not let pass (the import's finish).
+    copied[0] = (m.flags & cpp.dlpack_flag_is_copied) != 0
+    cdef cpp.tensor t = cpp.tensor.import_(m, cpp.release_versioned)
+    # The slot does not synchronise: the data is ready in the order of the
+    # producer's current work stream, which the legacy default stream (where
+    # dlbridge's arrays are ready) must wait for, and the host too for
+    # managed memory; that stream waits for dlbridge's work when the Array
+    # lets the memory go (dlbridge/cuda/arrays.hpp: ordered_import). NULL names the legacy stream.
+    # Refused (BufferError) while that stream is being captured into a CUDA graph
+    # (inside torch.cuda.graph): the data exists only once the graph runs.
+    cdef cpp.device d = t.get_device()
+    cdef void* stream = NULL
+    if d.is_stream_ordered():
+        _check_slot(api.current_work_stream(d.type, d.id, &stream), x, "current_work_stream")
+        with nogil:  # waits for the producer where the host may read next (pinned, managed)
+            ordered_import(t, <cpp.cuda_stream>stream if stream != NULL else cpp.legacy_default_stream, &t)
+    return wrap(t)
+
+
+include "_arguments.pxi"
