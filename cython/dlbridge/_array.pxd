@@ -29,15 +29,10 @@ cdef object wrap_like(cpp.tensor& t, object like)
 # -- The seam of dlbridge's own modules (dlbridge._importers cimports these);
 # private: no consumer may rely on them.
 
-# An Array that holds no memory: made by Array.__new__ alone.
-cdef object _not_initialised(Array a)
-
-
-cdef inline int _require(Array a) except -1:
-    """Refuses an Array that holds no memory (see _not_initialised)."""
-    if not a.t.has_value():
-        raise _not_initialised(a)
-    return 0
+# Refuses an Array that holds no memory (made by Array.__new__ alone). Not
+# inline: a consumer's module compiles the inline functions of this file,
+# and would import what they call, which no consumer should depend on.
+cdef int _require(Array a) except -1
 
 
 # wrap(t) for a view of base's memory, and a view of all of it.
@@ -46,7 +41,7 @@ cdef Array _whole_view(Array a)
 
 
 # The array API's copy argument, converted once at each door (from_dlpack,
-# asarray, __dlpack__).
+# asarray, __dlpack__); inline, and calling nothing of this module.
 cdef enum _copy_mode:
     _copy_if_needed  # copy=None
     _copy_always     # copy=True

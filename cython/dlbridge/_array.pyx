@@ -87,6 +87,12 @@ cdef Array _view(Array base, cpp.tensor& t):
     return wrap(kept)
 
 
+cdef int _require(Array a) except -1:
+    if not a.t.has_value():
+        raise _not_initialised(a)
+    return 0
+
+
 cdef tuple _extents(const cpp.tensor& t):
     """t's shape. Array's own code describes an array by this and t's other
     fields, never by properties, which a subclass may override to lie."""

@@ -9,6 +9,9 @@ import copy
 import importlib.util
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -91,3 +94,20 @@ def test_additions_are_not_changes(built):
     grown["argument_api"]["size"] += 8
     assert abi.differences(built, grown) == []
     assert abi.differences(built, built) == []
+
+
+def test_a_consumer_imports_only_the_committed_functions(built, tmp_path):
+    # What `from dlbridge cimport ...` gives a consumer (__init__.pxd) makes its
+    # module import dlbridge._array's functions at load: only those the ABI
+    # commits, never the private seam _array.pxd also declares for dlbridge's
+    # own modules (an inline function there would pull in what it calls).
+    source = tmp_path / "consumer.pyx"
+    source.write_text("from dlbridge cimport Array, wrap, wrap_like, cpp\n\n"
+                      "def ndim(Array a):\n    return a.t.ndim()\n")
+    package_parent = os.path.dirname(os.path.dirname(dlbridge.__file__))
+    result = subprocess.run([sys.executable, "-m", "cython", "-3", "--cplus", "-I", package_parent, str(source)],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    imported = re.findall(r"&__pyx_f_8dlbridge_6_array_(\w+)\b", (tmp_path / "consumer.cpp").read_text())
+    committed = json.loads((ABI / f"{built['series']}.json").read_text())["capi"]
+    assert imported and set(imported) <= set(committed), (imported, committed)
