@@ -233,3 +233,70 @@ def test_cpp_guide_quotes_the_example():
         assert "\n".join(lines).strip() in guide, f"docs/cpp-guide.md does not quote {meson_build}"
     cmake_lists = [line for line in (EXAMPLE / "CMakeLists.txt").read_text().splitlines() if not line.startswith("#")]
     assert "\n".join(cmake_lists).strip() in guide, "docs/cpp-guide.md does not quote CMakeLists.txt"
+
+
+# -- The CUDA backend (tests/downstream/cuda): dlbridge_cuda and its headers ---------
+
+BACKEND_EXAMPLE = DOWNSTREAM / "cuda"
+
+
+def backend_output():
+    """What the backend example prints here: with the backend, and a usable
+    GPU or the reason there is none (build_info() asks the same library)."""
+    info = dlbridge.build_info()
+    lines = [f"backend built: {'yes' if info['cuda'] else 'no'}; on the CPU: 6 elements"]
+    if info["gpu_count"]:
+        lines.append("on cuda:0: 6 elements")
+    else:
+        lines.append(f"no GPU work: no CUDA device is available ({info['cuda_status']})")
+    return "\n".join(lines) + "\n"
+
+
+def cuda_runtime_flags():
+    """The CUDA runtime the backend links (from the toolkit of the nvcc on
+    PATH), or none where dlbridge was built without the backend."""
+    if not dlbridge.build_info()["cuda"]:
+        return []
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("dlbridge was built with the CUDA backend, whose runtime a program links from the CUDA "
+                    "toolkit: put its nvcc on PATH")
+    # The toolkit's libraries as nvcc itself reports them (nvcc may be a wrapper script).
+    dryrun = subprocess.run([nvcc, "-dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+                            capture_output=True, text=True).stderr
+    folders = re.findall(r'-L"?([^"\s]+)', "\n".join(line for line in dryrun.splitlines() if "LIBRARIES=" in line))
+    libdir = next((d for d in folders if os.path.isfile(os.path.join(d, "libcudart_static.a"))), None)
+    assert libdir is not None, f"no libcudart_static.a where {nvcc} links from: {folders}"
+    return [f"-L{libdir}", "-lcudart_static", "-ldl", "-lrt", "-lpthread"]
+
+
+def test_the_backend_is_installed_for_cpp():
+    package = pathlib.Path(dlbridge.__file__).parent
+    headers = {p.name for p in (package / "include" / "dlbridge" / "cuda").iterdir() if p.suffix == ".hpp"}
+    assert {"all.hpp", "arrays.hpp", "runtime.hpp", "error.hpp", "stream.hpp", "memory.hpp", "copy.hpp"} <= headers
+    assert (package / "lib" / "libdlbridge_cuda.a").is_file()
+    env = pkg_config_env()
+    assert run(["pkg-config", "--modversion", "dlbridge-cuda"], env=env).strip() == dlbridge.__version__
+    backend = run(["pkg-config", "--variable=backend", "dlbridge-cuda"], env=env).strip()
+    assert backend == ("true" if dlbridge.build_info()["cuda"] else "false")
+    if backend == "true":
+        cuda_version = run(["pkg-config", "--variable=cuda_version", "dlbridge-cuda"], env=env).strip()
+        assert cuda_version.startswith(dlbridge.build_info()["cuda_version"]), cuda_version
+
+
+def test_the_backend_links_through_pkg_config(tmp_path):
+    flags = run(["pkg-config", "--cflags", "--libs", "dlbridge-cuda"], env=pkg_config_env())
+    program = tmp_path / "backend"
+    run([CXX, "-std=c++20", str(BACKEND_EXAMPLE / "main.cpp"), *shlex.split(flags), *cuda_runtime_flags(),
+         "-o", str(program)])
+    assert not [lib for lib in needed_libraries(program) if lib.startswith("libpython")]
+    assert run([str(program)]) == backend_output()
+
+
+def test_the_backend_links_through_cmake(tmp_path):
+    cuda_runtime_flags()  # skips where the toolkit is not on PATH, which CMake's FindCUDAToolkit needs too
+    build = tmp_path / "build"
+    run([cmake(), "-S", str(BACKEND_EXAMPLE), "-B", str(build), f"-Ddlbridge_DIR={dlbridge.get_cmake_dir()}",
+         f"-DCMAKE_CXX_COMPILER={shutil.which(CXX)}"])
+    run([cmake(), "--build", str(build)])
+    assert run([str(build / "backend_example")]) == backend_output()
