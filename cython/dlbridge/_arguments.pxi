@@ -161,7 +161,7 @@ cdef int _convert_borrowed(cpp.borrowed_array* out, const cpp.requirements* dema
     # copy_to writes C order: a Fortran-order copy is the C-order copy of the transpose, transposed back.
     cdef bint fortran = demands[pick].order == cpp.memory_order.f
     cdef cpp.tensor copied = copy_to(_reversed_axes(source) if fortran else source, source.get_device(),
-                                      demands[pick].type)
+                                     demands[pick].type)
     cdef Array a = wrap(_reversed_axes(copied) if fortran else copied)
     Py_XDECREF(out.owner)
     out.owner = NULL

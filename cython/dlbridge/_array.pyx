@@ -25,16 +25,14 @@ import operator
 cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_FORMAT,
                              PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE, PyObject_GetBuffer)
-from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int64_t, uint64_t, uintptr_t
+from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
-from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
 from libcpp.utility cimport move
 
 cimport dlbridge.cpp as cpp
-from dlbridge.cpp cimport raise_python_error
 from dlbridge._backend cimport copy_state, copy_to, empty_on, fill_on_device, inherited_across_fork, lend
 from dlbridge._dlpack cimport export_capsule
 from dlbridge._types cimport DType, Device, as_device, device_from_cpp, dtype_from_cpp

@@ -7,18 +7,16 @@ behind dlbridge/python/argument.hpp (_arguments.pxi), whose table this
 module publishes as dlbridge._array._argument_api. Over dlbridge._array
 (the Array type, scalars, exchange tables, buffer exports: _array.pxd),
 _dlpack, _types and _backend; nothing cimports this module."""
-import operator
 import sys
 import warnings
 
 cimport cython
-from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer
 from cpython.exc cimport PyErr_Clear
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.pycapsule cimport PyCapsule_CheckExact
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uintptr_t
-from libc.stdlib cimport free, malloc
 from libc.string cimport memset, strcmp, strcpy, strlen
 from libcpp cimport bool as cbool
 from libcpp.optional cimport optional
@@ -26,10 +24,9 @@ from libcpp.vector cimport vector
 
 cimport dlbridge.cpp as cpp
 from dlbridge._array cimport (Array, _adopt_buffer, _as_copy_mode, _check_slot, _common_dtype, _copy_always,
-                              _copy_if_needed, _copy_mode, _copy_never, _element_value, _export_buffer, _fail,
-                              _object_release, _own_exchange_api, _require, _scalar_kind, _scalar_once, _slot_wrap,
-                              _slot_wrap_like, _slot_zeros, _stream_int64, _torch_state_checked, _type_exchange_api,
-                              _whole_view, wrap)
+                              _copy_mode, _copy_never, _element_value, _export_buffer, _fail, _object_release,
+                              _own_exchange_api, _require, _scalar_once, _slot_wrap, _slot_wrap_like, _slot_zeros,
+                              _stream_int64, _torch_state_checked, _type_exchange_api, _whole_view, wrap)
 from dlbridge._backend cimport copy_state, copy_to, cuda_pointer_device, order_after_producer, ordered_import
 from dlbridge._dlpack cimport call_dlpack, dlpack_device, import_capsule
 from dlbridge._types cimport DType, Device, as_device, as_dtype, device_from_cpp, dtype_from_cpp
@@ -58,10 +55,11 @@ cdef cpp.release_fn _release_object = _object_release()
 # dlbridge's own exchange table: an Array that keeps it is viewed, not exported.
 cdef const cpp.DLPackExchangeAPI* _own_table = _own_exchange_api()
 
+
 # ---------------------------------------------------------------------------
-# Memory that Python objects own: the tensor on it holds the object (or its
-# buffer export) and gives it back exactly once, by its release, which
-# tensor.adopt runs itself where validation fails.
+# Memory that Python objects own: the tensor on it holds the object and
+# gives it back exactly once, by its release, which tensor.adopt runs itself
+# where validation fails (a buffer export's: dlbridge._array's _adopt_buffer).
 
 cdef cpp.tensor _adopt_object(owner, void* data, cpp.dtype t, cpp.device d, cpp.extents_t shape,
                               cpp.extents_t strides, bint readonly) except *:

@@ -2,6 +2,7 @@
 # Python scalars and elements: reading, writing and the dtype of a value (and
 # of a list of them).
 import operator
+import sys
 
 cimport dlbridge.cpp as cpp
 from dlbridge._types cimport DType, as_dtype, dtype_from_cpp
