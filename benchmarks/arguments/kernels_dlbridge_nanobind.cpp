@@ -1,8 +1,8 @@
 // The two kernels of the glue comparison (benchmarks/arguments.py) written
 // in C++ with nanobind and dlbridge's casters (<dlbridge/python/nanobind.hpp>): the
-// multi-dtype argument, a new array returned like the input, a fixed-extent
-// view. Code between `begin kernel` and `end kernel` is the same loop in
-// every version; the rest is glue.
+// multi-dtype argument checked in the body with dlbridge's messages, a new
+// array returned like the input, a fixed-extent view. Code between `begin
+// kernel` and `end kernel` is the same loop in every version; the rest is glue.
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
@@ -17,13 +17,11 @@ using image = dlb::view<const T, dlb::ndim<2>, dlb::c_contig, dlb::cpu>;
 using rgb = dlb::view<std::uint8_t, dlb::shape<dlb::any_extent, dlb::any_extent, 3>, dlb::cpu>;
 
 NB_MODULE(kernels_dlbridge_nanobind, m) {
-  m.def("corner_moravec", [](const dlb::python::array_argument<image<float>, image<double>>& image,
-                             std::int64_t window_size) {
+  dlb::python::register_nanobind_translator();
+  m.def("corner_moravec", [](dlb::python::array_parameter<image<float>, image<double>> x, std::int64_t window_size) {
     if (window_size < 0)
       throw nb::value_error(("corner_moravec(): window_size must be >= 0, got " + std::to_string(window_size)).c_str());
-    dlb::tensor result = dlb::python::zeros_like(image);
-    image.visit([&]<class View>(const View& in) {
-      auto* out = static_cast<typename View::value_type*>(result.data());
+    return x.argument("corner_moravec", "image").visit_new([&](const auto& in, const auto& out) {
       const std::int64_t rows = in.shape(0), cols = in.shape(1), w = window_size;
       nb::gil_scoped_release release;
       // begin kernel
@@ -43,14 +41,15 @@ NB_MODULE(kernels_dlbridge_nanobind, m) {
               least = std::min(least, total);
             }
           }
-          out[r * cols + c] = typename View::value_type(least);
+          out(r, c) = least;
         }
       }
       // end kernel
     });
-    return dlb::python::like{std::move(result), image.object()};
   }, nb::arg("image"), nb::arg("window_size") = 1);
-  m.def("brighten_", [](const rgb& v) {
+  m.def("brighten_", [](dlb::python::array_parameter<rgb> x) {
+    const auto image = x.argument("brighten_", "image");
+    const rgb& v = image.view();
     nb::gil_scoped_release release;
     // begin kernel
     for (std::int64_t y = 0; y < v.shape(0); ++y) {

@@ -534,6 +534,10 @@ cdef extern from "dlbridge/python/argument.hpp" namespace "dlb::python":
         cbool holds[W]() noexcept nogil
         const W& get[W]() except +raise_python_error nogil
         dtype dtype() noexcept nogil
+        # What the argument demands, for dlbridge.annotate:
+        # b"(float32 | float64)[*, *] C-contiguous cpu read-only".
+        @staticmethod
+        string describe() except +raise_python_error
     # How the argument's errors begin: "row_sums(): argument 'x'".
     string argument_label(const char* function, const char* name) except +raise_python_error
 
@@ -567,3 +571,49 @@ cdef extern from "dlbridge/python/argument_api.hpp" namespace "dlb::python":
         copy_state* copy_state
     const uint32_t argument_api_version
     const char* argument_api_capsule
+
+
+cdef extern from "dlbridge/python/visit.hpp" namespace "dlb::cython":
+    # One call from an array argument to the kernel of its dtype, the
+    # kernels being cdef functions (one specialization of a fused function
+    # per dtype) whose first parameter is a cpp.view:
+    #
+    #   cpp.visit(x, "brighten_", "image", kernel[float], kernel[double], extra, ...)
+    #
+    # converts x to the views of the kernels' first parameters (an
+    # array_argument: TypeError naming the function and argument where it
+    # does not fit) and calls the kernel of its dtype with its view, then
+    # what follows the kernels. visit_new's kernels take a second view, the
+    # output, of a new array of x's shape and device (zero bits, the output
+    # view's dtype), which it returns in the currency of x (wrap_like's
+    # rules). cpp.copy_if_needed right after the names converts what does not
+    # fit, as array_argument does. The kernels run without the GIL (declare
+    # them nogil) and return void (noexcept) or int (except -1: raised).
+    # Up to eight arguments after the names.
+    void visit[T1](object, const char*, const char*, T1) except +raise_python_error
+    void visit[T1, T2](object, const char*, const char*, T1, T2) except +raise_python_error
+    void visit[T1, T2, T3](object, const char*, const char*, T1, T2, T3) except +raise_python_error
+    void visit[T1, T2, T3, T4](object, const char*, const char*, T1, T2, T3, T4) except +raise_python_error
+    void visit[T1, T2, T3, T4, T5](object, const char*, const char*, T1, T2, T3, T4, T5) except +raise_python_error
+    void visit[T1, T2, T3, T4, T5, T6](object, const char*, const char*, T1, T2, T3, T4, T5, T6) except +raise_python_error
+    void visit[T1, T2, T3, T4, T5, T6, T7](object, const char*, const char*,
+                                           T1, T2, T3, T4, T5, T6, T7) except +raise_python_error
+    void visit[T1, T2, T3, T4, T5, T6, T7, T8](object, const char*, const char*,
+                                               T1, T2, T3, T4, T5, T6, T7, T8) except +raise_python_error
+    object visit_new[T1](object, const char*, const char*, T1) except +raise_python_error
+    object visit_new[T1, T2](object, const char*, const char*, T1, T2) except +raise_python_error
+    object visit_new[T1, T2, T3](object, const char*, const char*, T1, T2, T3) except +raise_python_error
+    object visit_new[T1, T2, T3, T4](object, const char*, const char*, T1, T2, T3, T4) except +raise_python_error
+    object visit_new[T1, T2, T3, T4, T5](object, const char*, const char*, T1, T2, T3, T4, T5) except +raise_python_error
+    object visit_new[T1, T2, T3, T4, T5, T6](object, const char*, const char*,
+                                             T1, T2, T3, T4, T5, T6) except +raise_python_error
+    object visit_new[T1, T2, T3, T4, T5, T6, T7](object, const char*, const char*,
+                                                 T1, T2, T3, T4, T5, T6, T7) except +raise_python_error
+    object visit_new[T1, T2, T3, T4, T5, T6, T7, T8](object, const char*, const char*,
+                                                     T1, T2, T3, T4, T5, T6, T7, T8) except +raise_python_error
+    # What cpp.visit's argument with these kernels demands, for
+    # dlbridge.annotate: b"(float32 | float64)[*, *] C-contiguous cpu read-only".
+    string describe_kernels[T1](T1) except +raise_python_error
+    string describe_kernels[T1, T2](T1, T2) except +raise_python_error
+    string describe_kernels[T1, T2, T3](T1, T2, T3) except +raise_python_error
+    string describe_kernels[T1, T2, T3, T4](T1, T2, T3, T4) except +raise_python_error

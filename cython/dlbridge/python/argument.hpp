@@ -8,6 +8,7 @@
 //
 //   dlb::python::array_argument<image32, image64> image(object, "mean", "image");
 //   image.visit([](const auto& v) { ... });  // v is the image32 or the image64
+//   return dlb::python::to_python(image.visit_new([](const auto& in, const auto& out) { ... }));
 //
 // The conversion creates no Python object for dlbridge arrays, NumPy
 // ndarrays and PyTorch tensors (through its DLPack C exchange table), and
@@ -40,8 +41,10 @@
 
 #include "dlbridge/python/argument_api.hpp"
 #include "dlbridge/python/core.hpp"
+#include "dlbridge/python/returns.hpp"
 #include "dlbridge/tensor.hpp"
 #include "dlbridge/demands.hpp"
+#include "dlbridge/describe.hpp"
 #include "dlbridge/validate.hpp"
 
 namespace dlb::python {
@@ -205,8 +208,28 @@ class array_argument {
     else return std::visit(std::forward<F>(f), view_);
   }
 
+  // f(in, out) with the view held and a new array of its shape, dtype and
+  // device (zero bits, C-contiguous, seen through output_view<In>: writable),
+  // returned in the currency of the argument's object: a `like`, which
+  // dlbridge's casters return as such and a plain extension passes to
+  // to_python. Call it with the GIL held (the allocation may need it); f may
+  // release it.
+  template <class F>
+  [[nodiscard]] like visit_new(F&& f) const {
+    tensor out = visit([&f]<class In>(const In& in) {
+      auto [array, out] = new_output<output_view<In>>(in);
+      f(in, out);
+      return std::move(array);
+    });
+    return {std::move(out), object_};
+  }
+
   // The dtype of the view held.
   [[nodiscard]] dlb::dtype dtype() const noexcept { return dtypes[index()]; }
+
+  // What the argument demands, in dlb::describe's words, for signatures:
+  // "(float32 | float64)[*, *] C-contiguous cpu read-only".
+  [[nodiscard]] static std::string describe() { return dlb::describe(Views::demands()...); }
 
   // The object the argument was made from, borrowed: the caller's own (not a
   // copy that copy_if_needed made), alive for the call that received it; for
@@ -243,5 +266,20 @@ class array_argument {
   PyObject* owner_ = nullptr;
   storage view_{};
 };
+
+namespace detail {
+template <class>
+inline constexpr bool is_array_argument = false;
+template <class... Views>
+inline constexpr bool is_array_argument<array_argument<Views...>> = true;
+}  // namespace detail
+
+// zeros_like of the view an array argument holds (whichever of its views).
+// (One template argument, the argument type, as for views.)
+template <class Argument>
+  requires detail::is_array_argument<Argument>
+[[nodiscard]] tensor zeros_like(const Argument& a) {
+  return a.visit([](const auto& v) { return zeros_like(v); });
+}
 
 }  // namespace dlb::python

@@ -1,13 +1,15 @@
 // What dlbridge's nanobind and pybind11 casters share (nanobind.hpp,
 // pybind11.hpp): the signature text of a parameter's view types, built at
 // compile time for the tools' compile-time descriptors, the borrow that
-// either takes an argument or lets the tool try its next overload, and the
-// result returned in the currency of an input (dlb::python::like).
+// either takes an argument or lets the tool try its next overload, the
+// parameter checked in the function's body (array_parameter), and the
+// translation of dlbridge's exceptions.
 #pragma once
 
 #include <Python.h>
 
 #include <cstddef>
+#include <exception>
 #include <optional>
 #include <string_view>
 
@@ -19,16 +21,40 @@
 
 namespace dlb::python {
 
-// A bound function's result in the currency of one of its inputs, through
-// to_python_like: a NumPy array for an ndarray, a torch.Tensor for a tensor...
+// A parameter that takes any object, checked in the function's body with the
+// function's and the argument's names, so that a mismatch raises dlbridge's
+// own TypeError ("corner_moravec(): argument 'image': expected float32 or
+// float64, got int32") where a view parameter lets the tool raise its
+// "incompatible function arguments". Its signature shows the demands, as a
+// view parameter's does; as it takes every object, the tool never tries an
+// overload after it.
 //
-//   return dlb::python::like{std::move(out), image.object()};
+//   m.def("f", [](dlb::python::array_parameter<image32, image64> x) {
+//     const auto image = x.argument("f", "x");  // an array_argument<image32, image64>
 //
-// (Rather than to_python_like in the function: its Python exception would
-// reach the caller as the tool's RuntimeError for a C++ exception.)
-struct like {
-  tensor array;
-  PyObject* object;  // borrowed: an input, alive for the call (array_argument::object())
+// The tool raises dlbridge's exceptions as dlbridge does once the module
+// registers its translator (register_nanobind_translator,
+// register_pybind11_translator); without it they are the tool's RuntimeError.
+template <class... Views>
+class array_parameter {
+ public:
+  array_parameter() = default;
+  explicit array_parameter(PyObject* object) noexcept : object_(object) {}
+
+  // The argument, checked: array_argument's exceptions (argument_mismatch:
+  // TypeError; import_failure: BufferError; the producer's own).
+  [[nodiscard]] array_argument<Views...> argument(const char* function, const char* name) const {
+    return array_argument<Views...>(object_, function, name);
+  }
+  [[nodiscard]] array_argument<Views...> argument(const char* function, const char* name, copy_if_needed_t) const {
+    return array_argument<Views...>(object_, function, name, copy_if_needed);
+  }
+
+  // The object, borrowed: alive for the call.
+  [[nodiscard]] PyObject* object() const noexcept { return object_; }
+
+ private:
+  PyObject* object_ = nullptr;
 };
 
 }  // namespace dlb::python
@@ -98,6 +124,17 @@ template <class Argument>
   } catch (...) {
     PyErr_Clear();  // (for python_error_already_set; a mismatch sets none)
     return false;
+  }
+}
+
+// An exception translator's body, for both tools: dlbridge's own exceptions
+// raised as raise_python_error raises them, any other rethrown for the
+// tool's own translation (or its next translator).
+inline void translate(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    if (!raise_own_error()) throw;
   }
 }
 

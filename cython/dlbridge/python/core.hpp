@@ -27,11 +27,15 @@ class argument_mismatch : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// For Cython's `except +raise_python_error`. A foreign tensor that fails
-// validation (data DLPack cannot describe to us) and work refused across a
-// CUDA graph capture (data we cannot move as asked) are BufferError, as the
-// array API asks. Sizes that overflow are ValueError, as in NumPy.
-inline int raise_python_error() {
+// raise_python_error sets the Python exception of the C++ exception in
+// flight, for Cython's `except +raise_python_error`. A foreign tensor that
+// fails validation (data DLPack cannot describe to us) and work refused
+// across a CUDA graph capture (data we cannot move as asked) are
+// BufferError, as the array API asks. Sizes that overflow are ValueError, as
+// in NumPy. raise_own_error does it for dlbridge's own exceptions only, and
+// answers false for any other, which a binding tool's translator leaves to
+// the tool (bindings.hpp).
+inline bool raise_own_error() {
   try {
     throw;
   } catch (const python_error_already_set&) {
@@ -42,6 +46,16 @@ inline int raise_python_error() {
     PyErr_SetString(PyExc_BufferError, e.what());
   } catch (const capture_refused& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+inline int raise_python_error() {
+  if (raise_own_error()) return -1;
+  try {
+    throw;
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
   } catch (const std::length_error& e) {

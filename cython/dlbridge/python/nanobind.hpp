@@ -11,12 +11,16 @@
 // arguments". The signature (and nanobind's stubgen) shows the demands, in
 // dlb::describe's words:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
+// A dlb::python::array_parameter<Views...> takes any object, to be checked
+// in the body with the function's and argument's names (dlbridge's own
+// TypeError), once the module calls dlb::python::register_nanobind_translator().
 // A dlb::tensor result is returned as a dlbridge.Array on its memory, a
 // dlb::python::like result in the currency of its input.
 #pragma once
 
 #include <nanobind/nanobind.h>
 
+#include <exception>
 #include <optional>
 
 #include "dlbridge/python/bindings.hpp"
@@ -57,6 +61,18 @@ struct type_caster<dlb::python::array_argument<Views...>> {
   std::optional<Value> argument;
 };
 
+template <class... Views>
+struct type_caster<dlb::python::array_parameter<Views...>> {
+  using parameter_type = dlb::python::array_parameter<Views...>;
+  NB_TYPE_CASTER(parameter_type, const_name(dlb::python::bindings::signature<Views...>.text))
+
+  bool from_python(handle src, uint32_t, cleanup_list*) noexcept {
+    value = parameter_type(src.ptr());
+    return true;
+  }
+  static handle from_cpp(const parameter_type&, rv_policy, cleanup_list*) = delete;
+};
+
 template <>
 struct type_caster<dlb::tensor> {
   NB_TYPE_CASTER(dlb::tensor, const_name("dlbridge.Array"))
@@ -83,3 +99,15 @@ struct type_caster<dlb::python::like> {
 };
 
 }  // namespace nanobind::detail
+
+namespace dlb::python {
+
+// dlbridge's exceptions raised in nanobind functions as dlbridge raises them
+// (TypeError naming the function and argument, BufferError, a producer's own
+// exception) instead of nanobind's RuntimeError; others are nanobind's. One
+// call, in NB_MODULE.
+inline void register_nanobind_translator() {
+  nanobind::register_exception_translator([](const std::exception_ptr& error, void*) { bindings::translate(error); });
+}
+
+}  // namespace dlb::python

@@ -10,12 +10,16 @@
 // pybind11 try the next overload, and then raise its "incompatible function
 // arguments". The signature shows the demands, in dlb::describe's words:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
+// A dlb::python::array_parameter<Views...> takes any object, to be checked
+// in the body with the function's and argument's names (dlbridge's own
+// TypeError), once the module calls dlb::python::register_pybind11_translator().
 // A dlb::tensor result is returned as a dlbridge.Array on its memory, a
 // dlb::python::like result in the currency of its input.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
+#include <exception>
 #include <optional>
 
 #include "dlbridge/python/bindings.hpp"
@@ -55,6 +59,18 @@ struct type_caster<dlb::python::array_argument<Views...>> {
   std::optional<Value> argument;
 };
 
+template <class... Views>
+struct type_caster<dlb::python::array_parameter<Views...>> {
+  using parameter_type = dlb::python::array_parameter<Views...>;
+  PYBIND11_TYPE_CASTER(parameter_type, const_name(dlb::python::bindings::signature<Views...>.text));
+
+  bool load(handle src, bool) {
+    value = parameter_type(src.ptr());
+    return true;
+  }
+  static handle cast(const parameter_type&, return_value_policy, handle) = delete;
+};
+
 template <>
 struct type_caster<dlb::tensor> {
   PYBIND11_TYPE_CASTER(dlb::tensor, const_name("dlbridge.Array"));
@@ -84,3 +100,15 @@ struct type_caster<dlb::python::like> {
 };
 
 }  // namespace pybind11::detail
+
+namespace dlb::python {
+
+// dlbridge's exceptions raised in this module's functions as dlbridge raises
+// them (TypeError naming the function and argument, BufferError, a
+// producer's own exception) instead of pybind11's RuntimeError; others are
+// pybind11's. One call, in PYBIND11_MODULE.
+inline void register_pybind11_translator() {
+  pybind11::register_local_exception_translator([](std::exception_ptr error) { bindings::translate(error); });
+}
+
+}  // namespace dlb::python

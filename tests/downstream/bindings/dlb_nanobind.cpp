@@ -10,6 +10,8 @@
 namespace nb = nanobind;
 
 NB_MODULE(dlb_nanobind, m) {
+  // dlbridge's exceptions raised as dlbridge raises them (array_parameter's TypeError).
+  dlb::python::register_nanobind_translator();
   // Two overloads of one name: float32 and float64 inputs each reach their own.
   m.def("total", &kernels::total<float>, nb::arg("x"));
   m.def("total", &kernels::total<double>, nb::arg("x"));
@@ -25,4 +27,7 @@ NB_MODULE(dlb_nanobind, m) {
   m.def("twice", &kernels::twice, nb::arg("x"));
   m.def("twice_at", &kernels::twice_at, nb::arg("x"));
   m.def("nothing_like", &kernels::nothing_like, nb::arg("x"));
+  // Checked in the body, with dlbridge's messages.
+  m.def("checked_twice", &kernels::checked_twice, nb::arg("x"));
+  m.def("throw_in_body", &kernels::throw_in_body, nb::arg("which"));
 }

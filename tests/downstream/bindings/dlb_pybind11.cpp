@@ -9,6 +9,8 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(dlb_pybind11, m) {
+  // dlbridge's exceptions raised as dlbridge raises them (array_parameter's TypeError).
+  dlb::python::register_pybind11_translator();
   // Two overloads of one name: float32 and float64 inputs each reach their own.
   m.def("total", &kernels::total<float>, py::arg("x"));
   m.def("total", &kernels::total<double>, py::arg("x"));
@@ -24,4 +26,7 @@ PYBIND11_MODULE(dlb_pybind11, m) {
   m.def("twice", &kernels::twice, py::arg("x"));
   m.def("twice_at", &kernels::twice_at, py::arg("x"));
   m.def("nothing_like", &kernels::nothing_like, py::arg("x"));
+  // Checked in the body, with dlbridge's messages.
+  m.def("checked_twice", &kernels::checked_twice, py::arg("x"));
+  m.def("throw_in_body", &kernels::throw_in_body, py::arg("which"));
 }

@@ -2,8 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include <dlbridge/python/bindings.hpp>
@@ -64,15 +64,16 @@ inline std::pair<std::string, double> sum(const real_matrix& x) {
 
 // A new array of x's dtype, twice x, returned as the caller's kind of array.
 inline dlb::python::like twice(const real_matrix& x) {
-  dlb::tensor out = x.visit([](const auto& v) {
-    dlb::tensor out = dlb::python::zeros_like(v);
-    using T = typename std::remove_cvref_t<decltype(v)>::value_type;
-    const auto y = dlb::view<T, dlb::ndim<2>, dlb::cpu>::from(out.dltensor());
-    for (std::int64_t i = 0; i < v.shape(0); ++i)
-      for (std::int64_t j = 0; j < v.shape(1); ++j) y(i, j) = 2 * v(i, j);
-    return out;
+  return x.visit_new([](const auto& in, const auto& out) {
+    for (std::int64_t i = 0; i < in.shape(0); ++i)
+      for (std::int64_t j = 0; j < in.shape(1); ++j) out(i, j) = 2 * in(i, j);
   });
-  return {std::move(out), x.object()};
+}
+
+// The same, the argument checked in the body: a mismatch is dlbridge's own
+// TypeError, "checked_twice(): argument 'x': expected float32 or float64, got int32".
+inline dlb::python::like checked_twice(dlb::python::array_parameter<matrix<float>, matrix<double>> x) {
+  return twice(x.argument("checked_twice", "x"));
 }
 
 // twice's result and the address of the data it wrote (for the tests: no copy).
@@ -87,5 +88,19 @@ inline dlb::python::like nothing_like(const real_matrix& x) { return {dlb::tenso
 
 // A tensor that holds nothing, which Python cannot be given.
 inline dlb::tensor nothing() { return {}; }
+
+// Exceptions thrown in a function's body, for the translator: dlbridge's own
+// raised as dlbridge raises them, any other as the tool does.
+inline void throw_in_body(int which) {
+  switch (which) {
+    case 0: throw dlb::python::argument_mismatch("f(): argument 'x': expected float32, got int8");
+    case 1: throw dlb::import_failure({"dtype", -1, "a DLPack dtype", "code 99"});
+    case 2:
+      PyErr_SetString(PyExc_KeyError, "set in the body");
+      throw dlb::python::python_error_already_set{};
+    case 3: throw std::invalid_argument("another library's invalid_argument");
+    default: throw std::runtime_error("another library's runtime_error");
+  }
+}
 
 }  // namespace kernels

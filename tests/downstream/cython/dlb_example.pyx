@@ -7,7 +7,7 @@ PyTorch through it.
 """
 from cpython.ref cimport Py_INCREF
 from libc.math cimport sqrt
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uintptr_t
 from libcpp.optional cimport optional
 
 from dlbridge cimport Array, cpp, wrap, wrap_like
@@ -25,39 +25,115 @@ ctypedef fused image_view:
     image32
     image64
 
-# One argument for both: the array's dtype picks the view.
-ctypedef cpp.array_argument[image32, image64] image_argument
 
-
-cdef double image_sum_kernel(const image_view& image) noexcept nogil:
-    cdef double total = 0
+cdef void image_sum_kernel(const image_view& image, double* total) noexcept nogil:
     cdef int64_t i, j
     for i in range(image.shape(0)):
         for j in range(image.shape(1)):
-            total += image(i, j)
-    return total
+            total[0] += image(i, j)
 
 
+@dlbridge.annotate(x=cpp.describe_kernels(image_sum_kernel[image32], image_sum_kernel[image64]))
 def image_sum(x):
     """The sum of a 2-D float32 or float64 C-contiguous host array."""
     # TypeError("image_sum(): argument 'x': expected float32 or float64, got int32"), ...
-    cdef image_argument image = image_argument(x, "image_sum", "x")
-    cdef double total
-    with nogil:
-        if image.holds[image32]():
-            total = image_sum_kernel(image.get[image32]())
-        else:
-            total = image_sum_kernel(image.get[image64]())
+    cdef double total = 0
+    cpp.visit(x, "image_sum", "x", image_sum_kernel[image32], image_sum_kernel[image64], &total)
     return total
+
+
+# A new array: the kernel's second view is its output, a new array of the
+# input's shape and device and of that view's dtype (zero bits).
+ctypedef fused real:
+    float
+    double
+
+
+cdef void scaled_kernel(cpp.view[real, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image,
+                        cpp.view[real, cpp.ndim2, cpp.c_contig, cpp.cpu] out, double factor) noexcept nogil:
+    cdef int64_t i, j, cols = image.shape(1)
+    for i in range(image.shape(0)):
+        for j in range(cols):
+            out.data()[i * cols + j] = <real>(factor * image(i, j))
+
+
+def image_scaled(x, double factor):
+    """factor * x, a new array of x's dtype, returned like x (an ndarray for
+    an ndarray, a torch.Tensor for a tensor, ...)."""
+    return cpp.visit_new(x, "image_scaled", "x", scaled_kernel[float], scaled_kernel[double], factor)
+
+
+# A kernel that can fail: `except -1`, and the exception raised with the GIL.
+cdef int roots_kernel(cpp.view[real, cpp.ndim1, cpp.ro, cpp.cpu] x,
+                      cpp.view[real, cpp.ndim1, cpp.c_contig, cpp.cpu] out) except -1 nogil:
+    cdef int64_t i
+    for i in range(x.shape(0)):
+        if x(i) < 0:
+            with gil:
+                raise ValueError(f"roots(): x[{i}] is negative: {x(i)}")
+        out.data()[i] = sqrt(x(i))
+    return 0
+
+
+def roots(x):
+    """The square root of each element of a 1-D float32 or float64 array;
+    ValueError naming the first negative one."""
+    return cpp.visit_new(x, "roots", "x", roots_kernel[float], roots_kernel[double])
+
+
+# An output of another dtype than the input's: its view's.
+ctypedef fused pixel:
+    uint8_t
+    uint16_t
+
+
+cdef void halves_kernel(cpp.view[pixel, cpp.ndim1, cpp.ro, cpp.cpu] x,
+                        cpp.view[float, cpp.ndim1, cpp.cpu] out) noexcept nogil:
+    cdef int64_t i
+    for i in range(x.shape(0)):
+        out.data()[i * out.stride(0)] = x(i) / 2.0
+
+
+def halves(x):
+    """x / 2 as float32, for a 1-D uint8 or uint16 array."""
+    return cpp.visit_new(x, "halves", "x", halves_kernel[uint8_t], halves_kernel[uint16_t])
+
+
+cdef int minus_one_kernel(cpp.view[float, cpp.ndim1, cpp.ro, cpp.cpu] x) noexcept nogil:
+    return -1
+
+
+def minus_one(x):
+    """A kernel that returns -1 with no exception set: SystemError."""
+    cpp.visit(x, "minus_one", "x", minus_one_kernel)
+
+
+cdef extern from "Python.h":
+    int gil_held "PyGILState_Check"() nogil
+
+
+cdef void gil_kernel(cpp.view[float, cpp.ndim1, cpp.ro, cpp.cpu] x, int* held) noexcept nogil:
+    held[0] = gil_held()
+
+
+def gil_held_in_kernel(x):
+    """Whether a cpp.visit kernel ran with the GIL (it must not)."""
+    cdef int held = -1
+    cpp.visit(x, "gil_held_in_kernel", "x", gil_kernel, &held)
+    return held
 
 
 def image_sum_of_any(x):
     """image_sum of anything that converts without loss: another memory
     order, a dtype float64 holds exactly (int32 and narrower), a list."""
-    cdef image_argument image = image_argument(x, "image_sum_of_any", "x", cpp.copy_if_needed)
-    if image.holds[image32]():
-        return image_sum_kernel(image.get[image32]())
-    return image_sum_kernel(image.get[image64]())
+    cdef double total = 0
+    cpp.visit(x, "image_sum_of_any", "x", cpp.copy_if_needed, image_sum_kernel[image32], image_sum_kernel[image64],
+              &total)
+    return total
+
+
+# One argument for both, taken apart from any kernel: the array's dtype picks the view.
+ctypedef cpp.array_argument[image32, image64] image_argument
 
 
 def image_seen(x, bint convert=False):
@@ -86,21 +162,22 @@ ctypedef fused ints_view:
     ints32
 
 
-cdef int64_t int_sum_kernel(const ints_view& v) noexcept nogil:
-    cdef int64_t total = 0, i
+cdef void int_sum_kernel(const ints_view& v, int64_t* total) noexcept nogil:
+    cdef int64_t i
     for i in range(v.shape(0)):
-        total += v(i)
-    return total
+        total[0] += v(i)
 
 
 def int_sum(x):
     """The sum of a 1-D int8, int16 or int32 host array."""
-    cdef cpp.array_argument[ints8, ints16, ints32] arg = cpp.array_argument[ints8, ints16, ints32](x, "int_sum", "x")
-    if arg.holds[ints8]():
-        return int_sum_kernel(arg.get[ints8]())
-    if arg.holds[ints16]():
-        return int_sum_kernel(arg.get[ints16]())
-    return int_sum_kernel(arg.get[ints32]())
+    cdef int64_t total = 0
+    cpp.visit(x, "int_sum", "x", int_sum_kernel[ints8], int_sum_kernel[ints16], int_sum_kernel[ints32], &total)
+    return total
+
+
+def image_argument_description():
+    """What image_argument demands, in dlb::describe's words (bytes)."""
+    return image_argument.describe()
 
 
 def get_the_other_view(x):

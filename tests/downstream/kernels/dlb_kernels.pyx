@@ -6,20 +6,15 @@ between `begin kernel` and `end kernel` is the same loop in every version
 (benchmarks/arguments/); the rest is glue."""
 from libc.float cimport DBL_MAX
 
-from dlbridge cimport cpp, wrap_like
+from dlbridge cimport cpp
 
 ctypedef fused real:
     float
     double
 
-ctypedef cpp.view[float, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image32
-ctypedef cpp.view[double, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image64
-ctypedef cpp.view[unsigned char, cpp.shape[cpp.any, cpp.any, cpp.extent3], cpp.cpu] rgb
 
-
-cdef void moravec(cpp.view[real, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image, cpp.tensor& result,
-                  Py_ssize_t w) noexcept nogil:
-    cdef real* out = <real*>result.data()
+cdef void moravec(cpp.view[real, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image,
+                  cpp.view[real, cpp.ndim2, cpp.c_contig, cpp.cpu] out, Py_ssize_t w) noexcept nogil:
     cdef Py_ssize_t rows = image.shape(0), cols = image.shape(1), r, c, br, bc, mr, mc
     cdef double total, least, d
     # begin kernel
@@ -36,7 +31,7 @@ cdef void moravec(cpp.view[real, cpp.ndim2, cpp.c_contig, cpp.ro, cpp.cpu] image
                             d = image(r + mr, c + mc) - image(br + mr, bc + mc)
                             total += d * d
                     least = min(least, total)
-            out[r * cols + c] = <real>least
+            out.data()[r * cols + c] = <real>least
     # end kernel
 
 
@@ -45,25 +40,19 @@ def corner_moravec(image, Py_ssize_t window_size=1):
     image, as a new array of its dtype and of its library."""
     if window_size < 0:
         raise ValueError(f"corner_moravec(): window_size must be >= 0, got {window_size}")
-    cdef cpp.array_argument[image32, image64] arg = cpp.array_argument[image32, image64](image, "corner_moravec", "image")
-    cdef cpp.tensor out = cpp.zeros_like(arg)
-    with nogil:
-        if arg.holds[image32]():
-            moravec(arg.get[image32](), out, window_size)
-        else:
-            moravec(arg.get[image64](), out, window_size)
-    return wrap_like(out, image)
+    return cpp.visit_new(image, "corner_moravec", "image", moravec[float], moravec[double], window_size)
+
+
+cdef void brighten(cpp.view[unsigned char, cpp.shape[cpp.any, cpp.any, cpp.extent3], cpp.cpu] v) noexcept nogil:
+    cdef Py_ssize_t y, x, ch
+    # begin kernel
+    for y in range(v.shape(0)):
+        for x in range(v.shape(1)):
+            for ch in range(3):
+                v.data()[y * v.stride(0) + x * v.stride(1) + ch * v.stride(2)] = min(255, 2 * v(y, x, ch))
+    # end kernel
 
 
 def brighten_(image):
     """Doubles the brightness of an H x W x 3 uint8 host image in place."""
-    cdef cpp.array_argument[rgb] arg = cpp.array_argument[rgb](image, "brighten_", "image")
-    cdef rgb v = arg.view()
-    cdef Py_ssize_t y, x, ch
-    with nogil:
-        # begin kernel
-        for y in range(v.shape(0)):
-            for x in range(v.shape(1)):
-                for ch in range(3):
-                    v.data()[y * v.stride(0) + x * v.stride(1) + ch * v.stride(2)] = min(255, 2 * v(y, x, ch))
-        # end kernel
+    cpp.visit(image, "brighten_", "image", brighten)

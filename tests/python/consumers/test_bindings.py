@@ -58,6 +58,8 @@ SIGNATURES = {
     # An array_argument names its whole set, in dlb::describe's words.
     "sum": ['x: typing.Annotated[typing.Any, "(float32 | float64)[*, *] C-contiguous cpu read-only"]'],
     "twice": ['x: typing.Annotated[typing.Any, "(float32 | float64)[*, *] C-contiguous cpu read-only"]'],
+    # An array_parameter's signature is the same as its views'.
+    "checked_twice": ['x: typing.Annotated[typing.Any, "(float32 | float64)[*, *] C-contiguous cpu read-only"]'],
 }
 
 
@@ -149,6 +151,67 @@ def test_like_results_are_the_callers_kind_of_array(m):
         m.nothing_like(np.ones((1, 1)))
     assert str(caught.value) == NOTHING_LIKE
     assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+
+def test_a_parameter_checked_in_the_body_takes_every_producer(m):
+    for name, make in producers():
+        for dtype in ("float32", "float64"):
+            if name == "jax" and dtype == "float64":
+                continue
+            out = m.checked_twice(make([[1.0, 2.0], [3.0, 4.5]], dtype))
+            host = np.from_dlpack(out)
+            assert host.dtype == np.dtype(dtype) and host.tolist() == [[2, 4], [6, 9]], (name, dtype)
+            assert type(out) is type(m.twice(make([[1.0]], dtype))), name
+
+
+def test_a_parameter_checked_in_the_body_raises_dlbridges_errors(m):
+    """Through the translator the module registers: the message names the
+    function and argument, as dlbridge's own functions do; a producer's
+    malformed tensor is BufferError and its own exception is raised as it is."""
+    label = "checked_twice(): argument 'x': "
+    for (_, function, args) in unmet_calls():
+        if function != "total" or (args[0] is None and m.__name__ == "dlb_nanobind"):
+            continue  # (nanobind passes None only to an argument marked .none(): its own TypeError)
+        with pytest.raises(TypeError) as caught:
+            m.checked_twice(*args)
+        assert str(caught.value).startswith(label), str(caught.value)
+        assert caught.value.__cause__ is None and caught.value.__context__ is None
+    with pytest.raises(TypeError) as caught:
+        m.checked_twice(np.zeros((2, 3), np.int32))
+    assert str(caught.value) == label + "expected float32 or float64, got int32"
+    with pytest.raises(TypeError) as caught:
+        m.checked_twice(np.zeros((2, 3), np.float32, order="F"))
+    assert str(caught.value) == label + "expected C-contiguous strides, got strides (1, 2)"
+
+    class Failing:
+        def __dlpack__(self, **kwargs):
+            raise ZeroDivisionError("the producer's own error")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(ZeroDivisionError, match="^the producer's own error$"):
+        m.checked_twice(Failing())
+    malformed = Producer(ManagedTensor([0.0] * 6, shape=(2, 3), dtype=(2, 32, 1), ctype=ctypes.c_float, ndim=-1))
+    with pytest.raises(BufferError, match=r"^invalid tensor: ndim: "):
+        m.checked_twice(malformed)
+    assert m.checked_twice(np.ones((1, 1))).tolist() == [[2.0]]  # nothing left set
+    if m.__name__ == "dlb_nanobind":
+        with pytest.raises(TypeError, match=r"^checked_twice\(\): incompatible function arguments"):
+            m.checked_twice(None)
+
+
+def test_the_translator_leaves_other_exceptions_to_the_tool(m):
+    for which, kind, message in [
+            (0, TypeError, "f(): argument 'x': expected float32, got int8"),
+            (1, BufferError, "invalid tensor: dtype: expected a DLPack dtype, got code 99"),
+            (2, KeyError, "'set in the body'"),
+            (3, ValueError, "another library's invalid_argument"),
+            (4, RuntimeError, "another library's runtime_error")]:
+        with pytest.raises(kind) as caught:
+            m.throw_in_body(which)
+        assert str(caught.value) == message, (which, str(caught.value))
 
 
 NOTHING_LIKE = ("to_python_like: expected a dlb::tensor holding an array, got an empty one "
@@ -273,9 +336,10 @@ def test_tensor_results_are_arrays(m):
 def test_cpp_guide_quotes_the_modules():
     guide = (DOCS / "cpp-guide.md").read_text()
     section = guide.split("## nanobind and pybind11\n", 1)[1].split("\n## ", 1)[0]
-    sources = "\n".join((SOURCE / name).read_text() for name in ("kernels.hpp", "dlb_nanobind.cpp"))
-    blocks = section.split("```cpp\n")[1:]
-    assert len(blocks) == 6
-    for block in blocks:
-        code = block.split("```", 1)[0]
-        assert code in sources, f"docs/cpp-guide.md quotes code that tests/downstream/bindings does not have:\n{code}"
+    for fence, names, count in (("cpp", ("kernels.hpp", "dlb_nanobind.cpp"), 7), ("meson", ("meson.build",), 2)):
+        sources = "\n".join((SOURCE / name).read_text() for name in names)
+        blocks = section.split(f"```{fence}\n")[1:]
+        assert len(blocks) == count, fence
+        for block in blocks:
+            code = block.split("```", 1)[0]
+            assert code in sources, f"docs/cpp-guide.md quotes code that tests/downstream/bindings does not have:\n{code}"

@@ -824,6 +824,84 @@ def test_several_dtypes_pick_the_view_from_every_producer(example):
     """))
 
 
+
+@pytest.mark.needs_torch
+def test_visit_new_returns_the_kernels_array_like_the_input(example):
+    run(example, PRODUCERS + textwrap.dedent("""
+        import jax
+        kinds = {"NumPy": np.ndarray, "torch": torch.Tensor, "JAX": jax.Array, "Array": dlbridge.Array}
+        for name, make in producers.items():
+            for dtype in (np.float32, np.float64):
+                values = np.arange(6, dtype=dtype).reshape(2, 3)
+                x = make(values.copy())
+                out = ex.image_scaled(x, 1.5)
+                got = np.asarray(out.cpu() if name == "torch" else out)
+                assert isinstance(out, kinds.get(name, dlbridge.Array)), (name, type(out))
+                assert got.dtype == dtype and got.shape == (2, 3), (name, got.dtype)
+                np.testing.assert_array_equal(got, (1.5 * values).astype(dtype), err_msg=name)
+                assert data_address(out) != data_address(x), name  # a new array
+                np.testing.assert_array_equal(np.asarray(x), values, err_msg=name)  # the input unchanged
+        assert ex.image_scaled(np.zeros((0, 4), np.float32), 2.0).shape == (0, 4)
+        # The output's dtype is the kernel's output view's, its shape the input's.
+        for dtype in (np.uint8, np.uint16):
+            halves = ex.halves(np.array([0, 1, 3, 200], dtype)[::-1])
+            assert halves.dtype == np.float32 and halves.tolist() == [100.0, 1.5, 0.5, 0.0], dtype
+        np.testing.assert_array_equal(ex.roots(np.array([4.0, 9.0])), [2.0, 3.0])
+        assert ex.roots(torch.tensor([16.0])).tolist() == [4.0]
+    """))
+
+
+@pytest.mark.needs_torch
+def test_visit_passes_what_follows_the_kernels_and_copies_if_asked(example):
+    run(example, PRODUCERS + textwrap.dedent("""
+        for name, make in producers.items():
+            for dtype in ("int8", "int16", "int32"):
+                assert ex.int_sum(make(np.arange(5, dtype=dtype))) == 10, (name, dtype)
+        # cpp.copy_if_needed before the kernels: a list, another dtype, another memory order.
+        assert ex.image_sum_of_any([[1, 2.5]]) == 3.5
+        assert ex.image_sum_of_any(np.asfortranarray(np.ones((2, 3), np.int16))) == 6.0
+        # The kernel runs without the GIL.
+        assert ex.gil_held_in_kernel(np.zeros(2, np.float32)) == 0
+    """))
+
+
+def test_visit_kernel_errors_are_raised_and_release_everything(example):
+    run(example, textwrap.dedent("""
+        import sys
+        x = np.array([1.0, -2.0, 3.0])
+        for _ in range(3):
+            try:
+                ex.roots(x)
+            except ValueError as e:
+                assert str(e) == "roots(): x[1] is negative: -2.0", e
+            else:
+                raise AssertionError("roots() of a negative number returned")
+        before = sys.getrefcount(x)
+        for _ in range(1000):
+            try:
+                ex.roots(x)
+            except ValueError:
+                pass
+            ex.roots(np.abs(x))
+        assert sys.getrefcount(x) == before
+        try:
+            ex.minus_one(np.zeros(1, np.float32))
+        except SystemError as e:
+            assert str(e) == "a cpp.visit kernel returned -1 without setting a Python exception", e
+        else:
+            raise AssertionError("a kernel's -1 was not raised")
+    """))
+
+
+def test_kernels_and_arguments_describe_their_demands(example):
+    run(example, """
+        import inspect
+        demands = "(float32 | float64)[*, *] C-contiguous cpu read-only"
+        assert str(inspect.signature(ex.image_sum)) == f"(x: '{demands}')"
+        assert ex.image_argument_description() == demands.encode()
+    """)
+
+
 # Each call, and its TypeError: a dtype out of the set names the set; a dtype
 # in it reports its own view's unmet demand (the issue's misreport: a
 # float32 F-order array is not "expected float64, got float32").
@@ -846,6 +924,12 @@ SEVERAL_UNMET = [
     ("ex.int_sum(np.zeros(3, np.int64))", "int_sum(): argument 'x': expected int8, int16 or int32, got int64"),
     ("ex.int_sum(np.zeros(3, np.uint8))", "int_sum(): argument 'x': expected int8, int16 or int32, got uint8"),
     ("ex.int_sum(np.zeros((3, 1), np.int16))", "int_sum(): argument 'x': expected ndim 1, got 2"),
+    ("ex.image_scaled(np.zeros((2, 3), np.int32), 2.0)", "image_scaled(): argument 'x': expected float32 or float64, got int32"),
+    ("ex.image_scaled(np.zeros((2, 3), order='F'), 2.0)", "image_scaled(): argument 'x': expected C-contiguous strides, got strides (1, 2)"),
+    ("ex.halves(np.zeros(3, np.int8))", "halves(): argument 'x': expected uint8 or uint16, got int8"),
+    ("ex.roots(np.zeros((1, 1)))", "roots(): argument 'x': expected ndim 1, got 2"),
+    ("ex.roots([1.0])", "roots(): argument 'x': expected an array (an object with __dlpack__, "
+     "__cuda_array_interface__, __array_interface__ or the buffer protocol), got list"),
     # copy_if_needed: never narrowing, never to another device, never a shape.
     *[(f"{f}(np.zeros((2, 3), '{dtype}'))",
        f"{name}(): argument 'x': expected float32 or float64, got {dtype} (converting would lose precision)")
@@ -931,7 +1015,7 @@ def test_several_dtypes_and_conversions_hold_no_reference(example):
     """))
 
 
-# Each C++ misuse of array_argument, and the static_assert text it must stop at.
+# Each C++ misuse of array_argument, cpp.visit and cpp.visit_new, and the static_assert text it must stop at.
 MISUSES = {
     "two views of one dtype": (
         "dlb::python::array_argument<dlb::view<float, dlb::ndim<1>>, dlb::view<const float, dlb::ndim<2>>> a;",
@@ -942,6 +1026,34 @@ MISUSES = {
     "holds of a view not in the set": (
         "dlb::python::array_argument<dlb::view<float, dlb::ndim<1>>> a; (void)a.holds<dlb::view<double, dlb::ndim<1>>>();",
         "holds<V>: V is none of the argument's views"),
+    # cpp.visit and cpp.visit_new (dlbridge/python/visit.hpp); kernels as Cython passes them, function pointers.
+    "visit with no kernel": ("dlb::cython::visit(nullptr, nullptr, nullptr, 1.0);", "cpp.visit: give the kernels"),
+    "a kernel returning a double": (
+        "dlb::cython::visit(nullptr, nullptr, nullptr, +[](dlb::view<const float, dlb::ndim<1>>) { return 1.0; });",
+        "a kernel returns void (noexcept) or int (except -1)"),
+    "visit_new without an output view": (
+        "dlb::cython::visit_new(nullptr, nullptr, nullptr, +[](dlb::view<const float, dlb::ndim<1>>, double) {}, 1.0);",
+        "a kernel's second parameter is the output's cpp.view"),
+    "a read-only output": (
+        "dlb::cython::visit_new(nullptr, nullptr, nullptr, "
+        "+[](dlb::view<const float, dlb::ndim<1>>, dlb::view<const float, dlb::ndim<1>>) {});",
+        "an output view must be writable"),
+    "an output of another rank": (
+        "dlb::cython::visit_new(nullptr, nullptr, nullptr, "
+        "+[](dlb::view<const float, dlb::ndim<1>>, dlb::view<float, dlb::ndim<2>>) {});",
+        "as many axes as its input view"),
+    "a Fortran-order output": (
+        "dlb::cython::visit_new(nullptr, nullptr, nullptr, "
+        "+[](dlb::view<const float, dlb::ndim<2>>, dlb::view<float, dlb::ndim<2>, dlb::f_contig>) {});",
+        "cannot demand dlb::f_contig"),
+    "an output fixing an extent": (
+        "dlb::cython::visit_new(nullptr, nullptr, nullptr, "
+        "+[](dlb::view<const float, dlb::ndim<1>>, dlb::view<float, dlb::shape<3>>) {});",
+        "may fix only the extents its input view fixes"),
+    "an output demanding a device": (
+        "dlb::cython::visit_new(nullptr, nullptr, nullptr, "
+        "+[](dlb::view<const float, dlb::ndim<1>>, dlb::view<float, dlb::ndim<1>, dlb::cpu>) {});",
+        "may demand a device only where its input view demands the same one"),
 }
 
 
@@ -954,14 +1066,17 @@ def test_array_argument_misuse_does_not_compile(misuse, tmp_path):
         pytest.skip("needs a C++ compiler and an installed dlbridge (its headers)")
     body, message = MISUSES[misuse]
     source = tmp_path / "misuse.cpp"
-    source.write_text("#include <dlbridge/python/argument.hpp>\nvoid f() {\n  " + body + "\n}\n")
+    source.write_text("#include <dlbridge/python/visit.hpp>\nvoid f() {\n  " + body + "\n}\n")
     result = subprocess.run([compiler, "-std=c++20", "-fsyntax-only", "-I", dlbridge.get_include(),
                              "-I", sysconfig.get_paths()["include"], str(source)], capture_output=True, text=True)
     assert result.returncode != 0 and message in result.stderr, result.stderr[-3000:]
     control = tmp_path / "control.cpp"  # the same with read-only views of distinct dtypes compiles
-    control.write_text("#include <dlbridge/python/argument.hpp>\nvoid f() {\n  dlb::python::array_argument<"
+    control.write_text("#include <dlbridge/python/visit.hpp>\nvoid f() {\n  dlb::python::array_argument<"
                        "dlb::view<const float, dlb::ndim<1>>, dlb::view<const double, dlb::ndim<1>>> a;\n"
-                       "  (void)a.holds<dlb::view<const double, dlb::ndim<1>>>();\n}\n")
+                       "  (void)a.holds<dlb::view<const double, dlb::ndim<1>>>();\n"
+                       "  (void)dlb::cython::visit_new(nullptr, nullptr, nullptr, dlb::python::copy_if_needed, "
+                       "+[](dlb::view<const float, dlb::ndim<1>, dlb::cpu>, dlb::view<double, dlb::shape<dlb::any_extent>, "
+                       "dlb::c_contig, dlb::cpu>, int) {}, 2);\n}\n")
     result = subprocess.run([compiler, "-std=c++20", "-fsyntax-only", "-I", dlbridge.get_include(),
                              "-I", sysconfig.get_paths()["include"], str(control)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]

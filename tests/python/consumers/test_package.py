@@ -19,7 +19,7 @@ def test_get_include_has_the_headers():
     # Those that need Python.h, apart; the binding's private ones not at all.
     python = {p.name for p in (include / "dlbridge" / "python").iterdir()}
     assert python == {"core.hpp", "argument_api.hpp", "argument.hpp", "returns.hpp", "copy.hpp", "bindings.hpp",
-                      "nanobind.hpp", "pybind11.hpp"}, python
+                      "nanobind.hpp", "pybind11.hpp", "visit.hpp"}, python
     for private in ("backend.hpp", "build_info.hpp", "numpy_arrays.hpp", "python.hpp", "argument.hpp"):
         assert not (include / "dlbridge" / private).exists(), private
     version = (include / "dlbridge" / "version.hpp").read_text()
