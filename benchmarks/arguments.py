@@ -34,6 +34,15 @@ Without --quick, callgrind counts (instructions per call, net of the bare
 call) are given beside each goal row and each kernel row, where valgrind is
 installed.
 
+Apache TVM FFI (apache-tvm-ffi), which takes a torch tensor through
+PyTorch's DLPack exchange table as the converter does: its testing.nop
+taking a NumPy array, a torch tensor and its own Tensor, net of nop(1), its
+own bare call, beside the converter on the same inputs (its own: a
+dlbridge.Array) net of the bare Cython call; goal on torch input: the
+converter <= 1.0x TVM FFI. The row of the converter's PyTorch state checks
+(requires grad, conjugate and negative bits, which TVM FFI does not make)
+says what they cost alone.
+
 Multi-dtype dispatch, on every input: the converter taking float32 or
 float64 (a float64 input: the second view) <= 1.1x the single-dtype converter.
 
@@ -97,6 +106,30 @@ RETURNS = {
 RETURN_PEER = "nanobind nb::ndarray<nb::numpy> with a capsule"
 # (route, goal) of each gated ratio: route / RETURN_PEER, net of the bare call.
 RETURN_GOALS = [("dlbridge wrap_like from Cython", 0.8), ("dlbridge to_python_like from C++", 0.8)]
+
+
+# The TVM FFI rows: (input, dlbridge's input of the same kind), the inputs of
+# the ratio rows (each tool's own array has none: TVM FFI's nop takes its
+# Tensor in less time than nop(1), and a net cost below zero divides nothing),
+# and the goal on torch.
+TVM_INPUTS = {"NumPy": "NumPy", "torch": "torch", "own array": "Array"}
+TVM_RATIOS = ("NumPy", "torch")
+TVM_GOAL = ("torch", 1.0)
+
+
+def tvm_goal_name(input_: str) -> str:
+    return f"argument, {input_} input: converter / TVM FFI testing.nop, each net of its own bare call"
+
+
+def tvm_route_name(input_: str) -> str:
+    return f"argument, {input_} input: TVM FFI testing.nop, ns over nop(1)"
+
+
+TORCH_CHECKS = "argument, torch input: the converter's PyTorch state checks alone, ns over a bare call"
+
+
+def tvm_names() -> list[str]:
+    return [tvm_goal_name(i) for i in TVM_RATIOS] + [tvm_route_name(i) for i in TVM_INPUTS] + [TORCH_CHECKS]
 
 
 def return_goal_name(route: str) -> str:
@@ -233,7 +266,7 @@ def names() -> list[str]:
         out += [converter_goal_name(input_, r) for r, _ in CONVERTER_GOALS if input_ in ROUTES[r][2]]
         out += [route_name(input_, r) for r, (_, _, takes) in ROUTES.items() if input_ in takes]
     out += [return_goal_name(r) for r, _ in RETURN_GOALS] + [return_route_name(r) for r in RETURNS]
-    return out + kernel_names()
+    return out + tvm_names() + kernel_names()
 
 
 def _key() -> str:
@@ -284,7 +317,8 @@ def functions(folder: pathlib.Path) -> dict[str, object]:
     finally:
         sys.path.remove(str(folder))
     return {route: getattr(modules[m], f) for route, (m, f, _) in ROUTES.items()} | {
-        route: getattr(modules[m], f) for route, (m, f) in RETURNS.items()} | {"bare": modules["args_cython"].bare}
+        route: getattr(modules[m], f) for route, (m, f) in RETURNS.items()} | {
+        "bare": modules["args_cython"].bare, "torch_state_checks": modules["args_cython"].torch_state_checks}
 
 
 def child(target: str, n: int) -> None:
@@ -340,7 +374,7 @@ def rows(quick: bool = False, callgrind: bool = True) -> list[Row]:
     if folder is None:
         goals = {goal_name(i, p): g for i, p, g in GOALS} | {
             converter_goal_name(i, r): g for i in INPUTS for r, g in CONVERTER_GOALS} | {glue_name(): -1} | {
-            return_goal_name(r): g for r, g in RETURN_GOALS}
+            return_goal_name(r): g for r, g in RETURN_GOALS} | {tvm_goal_name(TVM_GOAL[0]): TVM_GOAL[1]}
         return [Row("arguments", n, "-", "-", None, "<=" if n in goals else None, goals.get(n), note=why)
                 for n in names()]
     f, x = functions(folder), inputs()
@@ -372,8 +406,46 @@ def rows(quick: bool = False, callgrind: bool = True) -> list[Row]:
         for name in taking:
             out.append(Row("arguments", route_name(input_, name), ns(r_[name].min_ns), ns(bare), net[name], None,
                            None, unit="ns", note=f"median {ns(r_[name].median_ns)}; {run_note}"))
-    return out + return_rows(f, x["NumPy"], counts, sample_ns, samples) + kernel_rows(folder, samples, sample_ns,
-                                                                                     counts)
+    return (out + return_rows(f, x["NumPy"], counts, sample_ns, samples) + tvm_rows(f, x, sample_ns, samples)
+            + kernel_rows(folder, samples, sample_ns, counts))
+
+
+def tvm_rows(f: dict[str, object], x: dict[str, object], sample_ns: float, samples: int) -> list[Row]:
+    """The TVM FFI rows: its nop and dlbridge's converter on each kind of
+    input, each net of its own tool's bare call, in one interleaved run."""
+    try:
+        import tvm_ffi
+        import tvm_ffi.testing
+    except ImportError as e:
+        return [Row("arguments", n, "-", "-", None, "<=" if n == tvm_goal_name(TVM_GOAL[0]) else None,
+                    TVM_GOAL[1] if n == tvm_goal_name(TVM_GOAL[0]) else None,
+                    note=f"TVM FFI is not importable ({e}): pip install apache-tvm-ffi") for n in tvm_names()]
+    nop = tvm_ffi.testing.nop
+    theirs = {i: x[d] for i, d in TVM_INPUTS.items()} | {"own array": tvm_ffi.from_dlpack(x["torch"])}
+    sides = {"bare": loop("f(x)", f=f["bare"], x=x["NumPy"]), "TVM FFI bare": loop("f(1)", f=nop),
+             "checks": loop("f(x)", f=f["torch_state_checks"], x=x["torch"])}
+    for i, d in TVM_INPUTS.items():
+        sides[f"dlbridge {i}"] = loop("f(x)", f=f["dlbridge converter"], x=x[d])
+        sides[f"TVM FFI {i}"] = loop("f(x)", f=nop, x=theirs[i])
+    r_ = compare(sides, sample_ns=sample_ns, samples=samples)
+    bare, tvm_bare = r_["bare"].min_ns, r_["TVM FFI bare"].min_ns
+    run_note = (f"bare calls {ns(bare)} (Cython) and {ns(tvm_bare)} (nop(1)); "
+                f"{r_['bare'].samples} samples x {r_['bare'].loops} calls")
+    out = []
+    for i in TVM_RATIOS:
+        ours, theirs_net = r_[f"dlbridge {i}"].min_ns - bare, r_[f"TVM FFI {i}"].min_ns - tvm_bare
+        goal = TVM_GOAL[1] if i == TVM_GOAL[0] else None
+        out.append(Row("arguments", tvm_goal_name(i), ns(r_[f"dlbridge {i}"].min_ns), ns(r_[f"TVM FFI {i}"].min_ns),
+                       ours / theirs_net, "<=" if goal else None, goal,
+                       note=f"{ns(ours)} / {ns(theirs_net)} net; {run_note}"))
+    for i in TVM_INPUTS:
+        out.append(Row("arguments", tvm_route_name(i), ns(r_[f"TVM FFI {i}"].min_ns), ns(tvm_bare),
+                       r_[f"TVM FFI {i}"].min_ns - tvm_bare, None, None, unit="ns",
+                       note=f"dlbridge's converter on its {TVM_INPUTS[i]} input: "
+                            f"{ns(r_[f'dlbridge {i}'].min_ns - bare)} over the bare Cython call; " + run_note))
+    out.append(Row("arguments", TORCH_CHECKS, ns(r_["checks"].min_ns), ns(bare), r_["checks"].min_ns - bare, None,
+                   None, unit="ns", note="requires_grad, is_neg (a real tensor); " + run_note))
+    return out
 
 
 def return_rows(f: dict[str, object], x: np.ndarray, counts, sample_ns: float, samples: int) -> list[Row]:

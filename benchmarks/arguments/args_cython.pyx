@@ -7,6 +7,10 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, uintptr_t
 
 from dlbridge cimport Array, cpp, wrap_like
+# dlbridge's own check of a PyTorch tensor's state (requires grad, conjugate
+# and negative bits), which the converter runs on each torch argument: timed
+# alone for the TVM FFI rows. (Not an API: dlbridge's private seam.)
+from dlbridge._array cimport _torch_state_checked
 
 import dlbridge
 import numpy as np
@@ -29,6 +33,11 @@ def converter(x):
     """dlbridge's argument converter (docs/cython-guide.md)."""
     cdef matrix_argument arg = matrix_argument(x, "converter", "x")
     return <uintptr_t>arg.view().const_data() & 1
+
+
+def torch_state_checks(x):
+    """The torch state checks the converter runs on a real float tensor."""
+    return _torch_state_checked(x, False, True)
 
 
 def converter_two(x):

@@ -79,7 +79,8 @@ cdef int _borrow_found(x, cpp.borrowed_array* out) except -1:
         if api.dltensor_from_py_object_no_sync(<void*>obj, &out.tensor) != 0:
             PyErr_Clear()  # a fast path only: from_dlpack below gives the protocol's answer
         elif (out.tensor.device.device_type == cpp.kDLCPU and out.tensor.dtype.lanes == 1
-                and _torch_state_checked(x, cpp.is_complex(cpp.dtype(out.tensor.dtype)))):
+                and _torch_state_checked(x, cpp.is_complex(cpp.dtype(out.tensor.dtype)),
+                                         out.tensor.dtype.code not in (cpp.kDLInt, cpp.kDLUInt, cpp.kDLBool))):
             out.readonly = False
             return _borrow_validated(out)
     if api == NULL and _is_jax_array(Py_TYPE(x)):

@@ -82,7 +82,7 @@ cdef int64_t _stream_int64(stream) except? -1
 # DLPack C exchange tables: dlbridge's own, and a producer type's (cached).
 cdef const cpp.DLPackExchangeAPI* _own_exchange_api() noexcept
 cdef const cpp.DLPackExchangeAPI* _type_exchange_api(object x) except? NULL
-cdef int _torch_state_checked(object x, bint complex_data=*) except -1
+cdef int _torch_state_checked(object x, bint complex_data=*, bint float_data=*) except -1
 cdef int _check_slot(int status, object x, str slot) except -1
 # Makes `error` this thread's pending Python exception; returns -1.
 cdef int _fail(error) noexcept

@@ -11,7 +11,7 @@ from cpython.exc cimport PyErr_Occurred, PyErr_SetObject
 from cpython.long cimport PyLong_AsVoidPtr, PyLong_CheckExact, PyLong_FromVoidPtr
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport int32_t, uintptr_t
 from libcpp.optional cimport optional
 
@@ -22,6 +22,22 @@ cdef extern from "Python.h":
     # The attribute lookup type(x).name does, without building an
     # AttributeError on a miss: a borrowed reference or NULL.
     PyObject* _PyType_Lookup(PyTypeObject* type, PyObject* name)
+
+    # C descriptors, called without a bound method or a second lookup
+    # (_torch_state_checked).
+    ctypedef PyObject* (*_getter "getter")(PyObject*, void*)
+    ctypedef struct PyGetSetDef:
+        _getter get
+        void* closure
+    ctypedef struct PyDescrObject:
+        PyTypeObject* d_type
+    ctypedef struct PyGetSetDescrObject:
+        PyDescrObject d_common
+        PyGetSetDef* d_getset
+    PyTypeObject PyGetSetDescr_Type
+    PyTypeObject PyMethodDescr_Type
+    PyObject* PyObject_Vectorcall(PyObject* callable, PyObject** args, size_t nargsf, PyObject* kwnames)
+    int PyObject_TypeCheck(object, PyTypeObject*)
 
 
 # dlbridge's work stream on a CUDA device: the array rule of dlbridge/cuda/arrays.hpp makes
@@ -322,21 +338,56 @@ cdef str _is_conj = "is_conj"
 cdef str _is_neg = "is_neg"
 
 
-cdef int _torch_state_checked(object x, bint complex_data=True) except -1:
+cdef bint _state_attribute(object x, PyObject* found, str name) except -1:
+    """bool(x.<name>), where `found` is type(x)'s attribute: a C getter is
+    called directly (it is a data descriptor, so this is what Python does),
+    once x is of the type that defined it."""
+    cdef PyGetSetDescrObject* descriptor = <PyGetSetDescrObject*>found
+    cdef PyObject* value
+    if (Py_TYPE(<object>found) == &PyGetSetDescr_Type and descriptor.d_getset.get != NULL
+            and PyObject_TypeCheck(x, descriptor.d_common.d_type)):
+        value = descriptor.d_getset.get(<PyObject*>x, descriptor.d_getset.closure)
+        if value == NULL:
+            return -1
+        answer = <object>value
+        Py_DECREF(<object>value)
+        return bool(answer)
+    return bool(getattr(x, name))
+
+
+cdef bint _state_method(object x, PyObject* found, str name) except -1:
+    """bool(x.<name>()), where `found` is type(x)'s attribute: a C method
+    is called with x, without a bound method (it checks x's type itself)."""
+    cdef PyObject* self = <PyObject*>x
+    cdef PyObject* value
+    if Py_TYPE(<object>found) == &PyMethodDescr_Type:
+        value = PyObject_Vectorcall(found, &self, 1, NULL)
+        if value == NULL:
+            return -1
+        answer = <object>value
+        Py_DECREF(<object>value)
+        return bool(answer)
+    return bool(getattr(x, name)())
+
+
+cdef int _torch_state_checked(object x, bint complex_data=True, bint float_data=True) except -1:
     """1 for a tensor of PyTorch's kind whose state DLPack carries (BufferError
-    where it cannot), 0 for any other type. Only complex data (complex_data,
-    where the caller knows the dtype) can have its conjugate bit set."""
+    where it cannot), 0 for any other type. Where the caller knows the dtype,
+    only complex data can have its conjugate bit set, and only floating or
+    complex data can require grad (PyTorch refuses it of any other dtype)."""
     cdef PyTypeObject* tp = Py_TYPE(x)
-    if (_PyType_Lookup(tp, <PyObject*>_requires_grad) == NULL or _PyType_Lookup(tp, <PyObject*>_is_conj) == NULL
-            or _PyType_Lookup(tp, <PyObject*>_is_neg) == NULL):
+    cdef PyObject* requires_grad = _PyType_Lookup(tp, <PyObject*>_requires_grad)
+    cdef PyObject* is_conj = _PyType_Lookup(tp, <PyObject*>_is_conj)
+    cdef PyObject* is_neg = _PyType_Lookup(tp, <PyObject*>_is_neg)
+    if requires_grad == NULL or is_conj == NULL or is_neg == NULL:
         return 0
-    if x.requires_grad:
+    if float_data and _state_attribute(x, requires_grad, _requires_grad):
         raise BufferError(f"from_dlpack: the {type(x).__name__} requires gradient, which DLPack cannot express; "
                           f"call .detach() first")
-    if complex_data and x.is_conj():
+    if complex_data and _state_method(x, is_conj, _is_conj):
         raise BufferError(f"from_dlpack: the {type(x).__name__} has its conjugate bit set, which DLPack cannot "
                           f"express; call .resolve_conj() first")
-    if x.is_neg():
+    if _state_method(x, is_neg, _is_neg):
         raise BufferError(f"from_dlpack: the {type(x).__name__} has its negative bit set, which DLPack cannot "
                           f"express; call .resolve_neg() first")
     return 1

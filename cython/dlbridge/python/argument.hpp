@@ -120,23 +120,17 @@ class array_argument {
   array_argument() = default;
 
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
-  array_argument(PyObject* object, const char* function, const char* name) : object_(object) {
-    // A NULL object from a call that failed: its exception is set, and no
-    // Python code may run (get_argument_api imports) before it is raised.
-    if (!object && PyErr_Occurred()) throw python_error_already_set{};
-    const argument_api& api = get_argument_api();
-    if (object && Py_TYPE(object) == api.array_type) {  // (borrow answers a NULL object)
-      // The commonest input takes no call: the Array's own tensor, validated
-      // when it was made. (An Array holding none goes the long way, to its error.)
-      const auto& t = *reinterpret_cast<const tensor*>(reinterpret_cast<const char*>(object) + api.tensor_offset);
-      if (t.has_value()) {
-        take(t.dltensor(), t.readonly(), nullptr, function, name);
-        return;
-      }
-    }
-    borrowed_array b;
-    if (api.borrow(object, &b, function, name) != 0) throw python_error_already_set{};
-    take(b.tensor, b.readonly, b.owner, function, name);
+  array_argument(PyObject* object, const char* function, const char* name)
+    requires(count == 1)
+      : object_(object) {
+    borrow(function, name);
+  }
+  // (With several views the compiler would call the constructor rather than
+  // inline it, a call on the path of every argument.)
+  [[gnu::always_inline]] array_argument(PyObject* object, const char* function, const char* name)
+    requires(count > 1)
+      : object_(object) {
+    borrow(function, name);
   }
 
   // The same, but an input that does not fit is copied into a fresh
@@ -238,9 +232,29 @@ class array_argument {
   [[nodiscard]] PyObject* object() const noexcept { return object_; }
 
  private:
+  [[gnu::always_inline]] void borrow(const char* function, const char* name) {
+    // A NULL object from a call that failed: its exception is set, and no
+    // Python code may run (get_argument_api imports) before it is raised.
+    if (!object_ && PyErr_Occurred()) throw python_error_already_set{};
+    const argument_api& api = get_argument_api();
+    if (object_ && Py_TYPE(object_) == api.array_type) {  // (borrow answers a NULL object)
+      // The commonest input takes no call: the Array's own tensor, validated
+      // when it was made. (An Array holding none goes the long way, to its error.)
+      const auto& t = *reinterpret_cast<const tensor*>(reinterpret_cast<const char*>(object_) + api.tensor_offset);
+      if (t.has_value()) {
+        take(t.dltensor(), t.readonly(), nullptr, function, name);
+        return;
+      }
+    }
+    borrowed_array b;
+    if (api.borrow(object_, &b, function, name) != 0) throw python_error_already_set{};
+    take(b.tensor, b.readonly, b.owner, function, name);
+  }
+
   // Takes the view of a validated tensor and the reference `owner` (or
   // nullptr): kept on success, released when the views' demands are unmet.
-  void take(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
+  [[gnu::always_inline]] void take(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function,
+                                   const char* name) {
     if constexpr (count == 1) {
       take_as<first>(tensor, readonly, owner, function, name);  // the view's own error, in dlb::check's order
     } else if (!(... || (dlb::dtype(tensor.dtype) == Views::dtype &&
@@ -252,7 +266,8 @@ class array_argument {
   }
 
   template <class V>
-  void take_as(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
+  [[gnu::always_inline]] void take_as(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function,
+                                      const char* name) {
     try {
       if constexpr (count == 1) view_ = V::from_validated(tensor, readonly);
       else view_.template emplace<index_of<V>>(V::from_validated(tensor, readonly));

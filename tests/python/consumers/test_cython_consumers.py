@@ -236,6 +236,9 @@ def test_exchanges_that_fail_stay_the_protocols_errors(example):
              "from_dlpack: the Tensor requires gradient, which DLPack cannot express; call .detach() first"),
             ("ex.dot(torch.ones(2, dtype=torch.complex128).conj().imag, np.ones(2))", BufferError,
              "from_dlpack: the Tensor has its negative bit set, which DLPack cannot express; call .resolve_neg() first"),
+            # An integer tensor cannot require grad, but can have its negative bit set (torch._neg_view).
+            ("ex.int_sum(torch._neg_view(torch.arange(3, dtype=torch.int32)))", BufferError,
+             "from_dlpack: the Tensor has its negative bit set, which DLPack cannot express; call .resolve_neg() first"),
             ("ex.dot(torch.arange(3.0, dtype=torch.float64).as_subclass(Refusing), np.ones(3))", BufferError,
              "Refusing.__dlpack__ refuses (from Refusing.__dlpack__(); got dtype torch.float64)"),
             ("ex.dot(Raising(), np.ones(3))", RuntimeError, "the producer failed"),

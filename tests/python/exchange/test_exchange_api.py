@@ -706,7 +706,8 @@ def test_torch_tensor_memory_outlives_the_tensor():
     (lambda: torch.nn.Parameter(torch.ones(3)), "requires gradient", "detach"),
     (lambda: torch.tensor([1 + 2j, 3 + 4j]).conj(), "has its conjugate bit set", "resolve_conj"),
     (lambda: torch.tensor([1 + 2j, 3 + 4j]).conj().imag, "has its negative bit set", "resolve_neg"),
-], ids=["requires-grad", "parameter", "conj", "neg"])
+    (lambda: torch._neg_view(torch.arange(3, dtype=torch.int32)), "has its negative bit set", "resolve_neg"),
+], ids=["requires-grad", "parameter", "conj", "neg", "integer-neg"])
 def test_torch_state_dlpack_cannot_carry_is_refused(make, state, fix):
     # PyTorch's table would hand these over as plain memory: for the lazy
     # views that is (1+2j) where the tensor holds (1-2j), 2.0 where it holds -2.0.
@@ -716,6 +717,20 @@ def test_torch_state_dlpack_cannot_carry_is_refused(make, state, fix):
         dlbridge.from_dlpack(x)
     fixed = getattr(x, fix)()
     assert dlbridge.from_dlpack(fixed).tolist() == fixed.tolist()
+
+
+def test_torchs_state_descriptors_on_another_type_are_asked_as_python_asks():
+    # dlbridge calls PyTorch's C getter and methods directly only on PyTorch's
+    # tensors: another type that borrows them (and a table) is answered by
+    # the descriptors' own type check, never given to PyTorch's C code.
+    base = torch._C.TensorBase.__dict__
+    borrower = type("Borrower", (), {"__dlpack_c_exchange_api__": dlbridge.Array.__dlpack_c_exchange_api__,
+                                     "__dlpack__": lambda self, **kwargs: np.ones(1).__dlpack__(**kwargs),
+                                     "__dlpack_device__": lambda self: (1, 0),
+                                     "requires_grad": base["requires_grad"], "is_conj": base["is_conj"],
+                                     "is_neg": base["is_neg"]})
+    with pytest.raises(TypeError, match="descriptor 'requires_grad' for 'torch._C.TensorBase' objects doesn't apply"):
+        dlbridge.from_dlpack(borrower())
 
 
 @pytest.mark.parametrize("make, error, message", [
