@@ -338,36 +338,41 @@ cdef str _is_conj = "is_conj"
 cdef str _is_neg = "is_neg"
 
 
-cdef bint _state_attribute(object x, PyObject* found, str name) except -1:
+cdef bint _truth_of(PyObject* value) except -1:
+    """bool(value) of a new reference (NULL: the call that made it failed),
+    released."""
+    if value == NULL:
+        return -1
+    answer = <object>value
+    Py_DECREF(answer)  # the new reference; `answer` holds its own
+    return bool(answer)
+
+
+cdef bint _state_attribute(object x, object found, str name) except -1:
     """bool(x.<name>), where `found` is type(x)'s attribute: a C getter is
     called directly (it is a data descriptor, so this is what Python does),
     once x is of the type that defined it."""
     cdef PyGetSetDescrObject* descriptor = <PyGetSetDescrObject*>found
-    cdef PyObject* value
-    if (Py_TYPE(<object>found) == &PyGetSetDescr_Type and descriptor.d_getset.get != NULL
+    if (Py_TYPE(found) == &PyGetSetDescr_Type and descriptor.d_getset.get != NULL
             and PyObject_TypeCheck(x, descriptor.d_common.d_type)):
-        value = descriptor.d_getset.get(<PyObject*>x, descriptor.d_getset.closure)
-        if value == NULL:
-            return -1
-        answer = <object>value
-        Py_DECREF(<object>value)
-        return bool(answer)
+        return _truth_of(descriptor.d_getset.get(<PyObject*>x, descriptor.d_getset.closure))
     return bool(getattr(x, name))
 
 
-cdef bint _state_method(object x, PyObject* found, str name) except -1:
+cdef bint _state_method(object x, object found, str name) except -1:
     """bool(x.<name>()), where `found` is type(x)'s attribute: a C method
     is called with x, without a bound method (it checks x's type itself)."""
     cdef PyObject* self = <PyObject*>x
-    cdef PyObject* value
-    if Py_TYPE(<object>found) == &PyMethodDescr_Type:
-        value = PyObject_Vectorcall(found, &self, 1, NULL)
-        if value == NULL:
-            return -1
-        answer = <object>value
-        Py_DECREF(<object>value)
-        return bool(answer)
+    if Py_TYPE(found) == &PyMethodDescr_Type:
+        return _truth_of(PyObject_Vectorcall(<PyObject*>found, &self, 1, NULL))
     return bool(getattr(x, name)())
+
+
+cdef object _type_attribute(PyTypeObject* tp, str name):
+    """type's attribute `name` as a strong reference (code run by a check
+    could take it off the type), or None."""
+    cdef PyObject* found = _PyType_Lookup(tp, <PyObject*>name)
+    return None if found == NULL else <object>found
 
 
 cdef int _torch_state_checked(object x, bint complex_data=True, bint float_data=True) except -1:
@@ -376,10 +381,10 @@ cdef int _torch_state_checked(object x, bint complex_data=True, bint float_data=
     only complex data can have its conjugate bit set, and only floating or
     complex data can require grad (PyTorch refuses it of any other dtype)."""
     cdef PyTypeObject* tp = Py_TYPE(x)
-    cdef PyObject* requires_grad = _PyType_Lookup(tp, <PyObject*>_requires_grad)
-    cdef PyObject* is_conj = _PyType_Lookup(tp, <PyObject*>_is_conj)
-    cdef PyObject* is_neg = _PyType_Lookup(tp, <PyObject*>_is_neg)
-    if requires_grad == NULL or is_conj == NULL or is_neg == NULL:
+    requires_grad = _type_attribute(tp, _requires_grad)
+    is_conj = _type_attribute(tp, _is_conj)
+    is_neg = _type_attribute(tp, _is_neg)
+    if requires_grad is None or is_conj is None or is_neg is None:
         return 0
     if float_data and _state_attribute(x, requires_grad, _requires_grad):
         raise BufferError(f"from_dlpack: the {type(x).__name__} requires gradient, which DLPack cannot express; "

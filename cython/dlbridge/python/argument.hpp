@@ -210,12 +210,12 @@ class array_argument {
   // release it.
   template <class F>
   [[nodiscard]] like visit_new(F&& f) const {
-    tensor out = visit([&f]<class In>(const In& in) {
+    tensor result = visit([&f]<class In>(const In& in) {
       auto [array, out] = new_output<output_view<In>>(in);
       f(in, out);
       return std::move(array);
     });
-    return {std::move(out), object_};
+    return {std::move(result), object_};
   }
 
   // The dtype of the view held.

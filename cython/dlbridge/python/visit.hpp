@@ -58,24 +58,19 @@ void call_without_gil(Kernel kernel, Args&... args) {
   using result = typename kernel_traits<Kernel>::result;
   static_assert(std::is_void_v<result> || std::is_same_v<result, int>,
                 "cpp.visit: a kernel returns void (noexcept) or int (except -1)");
-  struct gil_released {
-    PyThreadState* saved = PyEval_SaveThread();
-    ~gil_released() { PyEval_RestoreThread(saved); }
-  };
-  if constexpr (std::is_void_v<result>) {
-    gil_released released;
-    kernel(args...);
-  } else {
-    int status;
-    {
-      gil_released released;
-      status = kernel(args...);
-    }
-    if (status == -1) {
-      if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_SystemError, "a cpp.visit kernel returned -1 without setting a Python exception");
-      throw python::python_error_already_set{};
-    }
+  int status = 0;
+  {
+    struct gil_released {
+      PyThreadState* saved = PyEval_SaveThread();
+      ~gil_released() { PyEval_RestoreThread(saved); }
+    } released;
+    if constexpr (std::is_void_v<result>) kernel(args...);
+    else status = kernel(args...);
+  }
+  if (status == -1) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_SystemError, "a cpp.visit kernel returned -1 without setting a Python exception");
+    throw python::python_error_already_set{};
   }
 }
 

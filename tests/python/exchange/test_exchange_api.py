@@ -733,6 +733,25 @@ def test_torchs_state_descriptors_on_another_type_are_asked_as_python_asks():
         dlbridge.from_dlpack(borrower())
 
 
+def test_a_state_check_that_takes_the_next_one_off_the_type_is_safe():
+    # PyTorch's requires_grad getter runs a subclass's __torch_function__,
+    # which may delete the is_neg dlbridge asks next: dlbridge holds what it
+    # looked up (under ASan, a use after free otherwise).
+    class Sly(torch.Tensor):
+        def is_neg(self):
+            return False
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if "is_neg" in cls.__dict__:
+                del cls.is_neg
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    x = torch.arange(3.0).as_subclass(Sly)
+    assert dlbridge.from_dlpack(x).tolist() == [0.0, 1.0, 2.0]
+    assert "is_neg" not in Sly.__dict__  # the getter ran the deletion
+
+
 @pytest.mark.parametrize("make, error, message", [
     (lambda: torch.eye(2).to_sparse(), BufferError, "Can't export tensors with layout other than torch.strided"),
     # __dlpack_device__, asked first, refuses it already.
