@@ -33,8 +33,38 @@ def pytest_configure(config):
                    "configuration, the benchmarks' smoke pass, what the CUDA backend itself does, which the versions "
                    "stage does not build). tests/run's versions stage deselects these.")
     config.addinivalue_line(
+        "markers", "consumer_build: uses a compiled consumer package built against the installed dlbridge (set "
+                   "by pytest_collection_modifyitems on every test using the fixture builds_base, as every such "
+                   "build does). tests/run's versions stage runs these on its newest Python only: dlbridge's "
+                   "sources branch on the Python version at 3.13 alone, and Cython's code for the Python between "
+                   "is run there by dlbridge's own modules.")
+    config.addinivalue_line(
         "markers", "needs_torch: uses PyTorch. tests/run's versions stage, on Pythons for which PyPI's PyTorch "
                    "brings CUDA, deselects these.")
+
+
+# The files that take longest, longest first (as measured in tests/run's
+# python stage, docs/hardening.md): pytest-xdist hands each worker a whole
+# file at a time in collection order, so the short files left at the end let
+# both workers finish together. Those sharing a consumer build
+# (test_cython_consumers.py and test_routes.py: the Cython example) are kept
+# apart, so that one worker does not wait for the other's build.
+LONGEST_FIRST = ("project/test_benchmarks.py", "kit/test_kit.py", "project/test_doctor.py",
+                 "consumers/test_cython_consumers.py", "consumers/test_cpp_consumers.py", "project/test_stubs.py",
+                 "consumers/test_bindings.py", "project/test_build.py", "exchange/test_routes.py",
+                 "kit/test_kit_libraries.py", "consumers/test_consumer_template.py", "consumers/test_kernels.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    here = os.path.dirname(__file__)
+    missing = [name for name in LONGEST_FIRST if not os.path.isfile(os.path.join(here, name))]
+    if missing:
+        raise pytest.UsageError(f"conftest.py's LONGEST_FIRST names test files that are not there: {missing}")
+    for item in items:
+        if "builds_base" in getattr(item, "fixturenames", ()):  # every consumer build's fixture uses it
+            item.add_marker(pytest.mark.consumer_build)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(os.path.relpath(item.path, here).replace(os.sep, "/"), len(rank)))
 
 
 def pytest_collection_finish(session):

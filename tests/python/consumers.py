@@ -45,12 +45,13 @@ def skip_unless_installed(what: str) -> None:
 def sanitizer_options(*cpp_args: str) -> list[str]:
     """Meson's options for a consumer built in tests/run's asan-python stage
     (DLBRIDGE_TEST_SANITIZE names the sanitizers), none elsewhere: every report
-    aborts, and -O1, the optimization the sanitizers are meant for, as the
-    sanitized dlbridge is built (docs/hardening.md)."""
+    aborts; -O0, as the sanitizers see every access unoptimized and these
+    packages' small kernels run briefly: what they cost is their compile time,
+    which optimization lengthens (docs/hardening.md)."""
     sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
     if not sanitize:
         return []
-    return [f"-Db_sanitize={sanitize}", "-Doptimization=1",
+    return [f"-Db_sanitize={sanitize}", "-Doptimization=0",
             "-Dcpp_args=" + " ".join(["-fno-sanitize-recover=all", *cpp_args])]
 
 

@@ -187,6 +187,7 @@ def test_a_message_the_terminal_cannot_encode_is_still_printed(seeded):
     assert "raised ValueError: bad \\udc80 byte" in done.stdout
 
 
+@pytest.mark.supervision
 def test_helpers_forked_at_import_neither_hold_the_verdict_nor_outlive_it(tmp_path, monkeypatch, deliberate_crashes):
     (tmp_path / "kit_forks.py").write_text(FORKS_AT_IMPORT)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -125,6 +125,7 @@ def test_group_script_runs_alone(script):
         check_row(name, rows[name], may_skip="torch" in name)
 
 
+@pytest.mark.no_sanitized_code  # a C++ program built without the sanitizers (conftest.py)
 def test_copy_engine_builds_and_prints_every_row():
     # The engine benchmark (benchmarks/copy_engine.py) compiles against the
     # installed headers; its rows, each with a bandwidth and a ratio.
