@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import keyword
 import os
+import sys
+import tempfile
 from typing import Any, Callable, TypeVar
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -91,19 +94,85 @@ def _stub_function(name: str, function: Any) -> str:
     return f"def {name}{signature}: ..."
 
 
-def stub_text(module: Any) -> str:
+class StubError(Exception):
+    """What keeps a module from being described: the writer says it and
+    leaves any existing .pyi as it was."""
+
+
+def _public_names(module: Any, skipped: list[str]) -> list[str]:
+    """The names a stub describes: `__all__`'s (each must be a str), else, where
+    it is missing or empty, the module's names without a leading underscore.
+    A name that cannot be written as a Python name (not an identifier, or a
+    keyword) is left out and added to `skipped`, never written as it is: it
+    could be any text."""
+    try:
+        names = list(getattr(module, "__all__", None) or ())
+    except Exception as e:
+        raise StubError(f"its __all__ is not a list of names: {type(e).__name__}: {e}") from None
+    for name in names:
+        if not isinstance(name, str):
+            raise StubError(f"its __all__ holds {name!r}, a {type(name).__name__}, not a str")
+    if not names:
+        names = sorted(n for n in vars(module) if isinstance(n, str) and not n.startswith("_"))
+    kept = []
+    for name in map(str.__str__, names):  # a str subclass's own methods are not asked
+        if name.isidentifier() and not keyword.iskeyword(name):
+            kept.append(name)
+        else:
+            skipped.append(name)
+    return kept
+
+
+def stub_text(module: Any, skipped: list[str] | None = None) -> str:
     """The text of a .pyi for `module`: its public functions with the demands
     of their annotated array arguments; everything else is Any, through a
-    module-level __getattr__."""
-    names = getattr(module, "__all__", None) or sorted(n for n in vars(module) if not n.startswith("_"))
-    functions = [name for name in names
-                 if callable(getattr(module, name, None)) and not isinstance(getattr(module, name), type)]
-    lines = [f"# Stubs for {module.__name__}, written by `python -m dlbridge stubs {module.__name__}`.",
+    module-level __getattr__. Names that are not Python names are appended
+    to `skipped`; StubError where the module cannot be described."""
+    skipped = [] if skipped is None else skipped
+    title = getattr(module, "__name__", None)  # in a comment: one line, whatever the module set
+    title = " ".join(str.__str__(title).split()) if isinstance(title, str) else "?"
+    lines = [f"# Stubs for {title}, written by `python -m dlbridge stubs {title}`.",
              "# An array argument's annotation says what it demands (dlbridge.annotate).",
              "from typing import Annotated, Any", ""]
-    lines += [_stub_function(name, getattr(module, name)) for name in functions]
+    for name in _public_names(module, skipped):
+        try:
+            value = getattr(module, name, None)
+            if callable(value) and not isinstance(value, type):
+                lines.append(_stub_function(name, value))
+        except Exception as e:  # a hostile __signature__, __annotations__, __getattr__, ...
+            raise StubError(f"describing {name} raised {type(e).__name__}: {e}") from None
     lines += ["def __getattr__(name: str) -> Any: ...", ""]
     return "\n".join(lines)
+
+
+def _replace(path: str, text: str) -> None:
+    """Writes `text` to a new file beside `path`, then puts it in path's
+    place: an existing file is replaced whole or not at all. A symbolic link
+    at `path` is refused, not followed."""
+    if os.path.islink(path):
+        raise StubError(f"{path} is a symbolic link; not replaced (remove it, or write elsewhere with -o)")
+    if os.path.isdir(path):
+        raise StubError(f"{path} is a folder")
+    folder = os.path.dirname(path) or "."
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    handle, temporary = tempfile.mkstemp(prefix=".stubs-", suffix=".pyi", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def stubs_main(argv: list[str]) -> int:
@@ -121,8 +190,15 @@ def stubs_main(argv: list[str]) -> int:
     except ImportError as e:
         parser.error(f"cannot import {args.module}: {e}")
     path = os.path.join(args.output, *args.module.split(".")) + ".pyi"
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(stub_text(module))
+    skipped: list[str] = []
+    try:
+        text = stub_text(module, skipped)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        _replace(path, text)
+    except (StubError, OSError) as e:
+        print(f"{parser.prog}: cannot write {path} for {args.module}: {e}; no file was written", file=sys.stderr)
+        return 1
+    for name in skipped:
+        print(f"{parser.prog}: left out {name!r}: not a Python name", file=sys.stderr)
     print(path)
     return 0
