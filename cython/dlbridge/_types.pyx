@@ -46,33 +46,35 @@ cdef class DType:
     @property
     def code(self):
         """The DLPack type code (``DLDataTypeCode``)."""
-        return self.value.code
+        return _made_dtype(self).value.code
 
     @property
     def bits(self):
         """Bits per element (4 and 6 for the packed sub-byte types)."""
-        return self.value.bits
+        return _made_dtype(self).value.bits
 
     @property
     def lanes(self):
-        return self.value.lanes
+        return _made_dtype(self).value.lanes
 
     @property
     def itemsize(self):
         """Bytes per element; 1 for packed sub-byte types (see ``Array.nbytes``)."""
-        return self.value.itemsize()
+        return _made_dtype(self).value.itemsize()
 
     @property
     def name(self):
-        return _view_str(cpp.find_dtype(self.value).name)
+        return _view_str(cpp.find_dtype(_made_dtype(self).value).name)
 
     @property
     def typestr(self):
         """The NumPy array-interface typestr, or None where NumPy has no native spelling."""
-        s = cpp.find_dtype(self.value).typestr
+        s = cpp.find_dtype(_made_dtype(self).value).typestr
         return None if s.empty() else _view_str(s)
 
     def __eq__(self, other):
+        if not self.initialised or (isinstance(other, DType) and not (<DType>other).initialised):
+            return self is other  # one made by __new__ alone is no dtype: equal to itself only
         if isinstance(other, DType):
             return self.value == (<DType>other).value
         try:
@@ -81,16 +83,18 @@ cdef class DType:
             return NotImplemented
 
     def __hash__(self):
+        if not self.initialised:
+            return object.__hash__(self)
         return hash((self.value.code, self.value.bits, self.value.lanes))
 
     def __repr__(self):
-        return f"DType('{self.name}')"
+        return f"DType('{self.name}')" if self.initialised else f"<{type(self).__name__} holding no dtype>"
 
     def __str__(self):
-        return self.name
+        return self.name if self.initialised else repr(self)
 
     def __reduce__(self):
-        return (DType, (self.name,))
+        return (DType, (_made_dtype(self).name,))
 
 
 cdef DType dtype_from_cpp(cpp.dtype t):
@@ -122,6 +126,23 @@ cdef _init_dtypes():
 _init_dtypes()
 
 
+cdef DType _made_dtype(DType d):
+    """d, where __init__ made it; ValueError for one made by __new__ alone,
+    which holds no dtype (reading it as one would be float32's zeros)."""
+    if not d.initialised:
+        raise ValueError(f"this {type(d).__name__} holds no dtype: it was made by {type(d).__name__}.__new__ "
+                         f"without DType.__init__")
+    return d
+
+
+cdef Device _made_device(Device d):
+    """d, where __init__ made it; ValueError for one made by __new__ alone."""
+    if not d.initialised:
+        raise ValueError(f"this {type(d).__name__} holds no device: it was made by {type(d).__name__}.__new__ "
+                         f"without Device.__init__")
+    return d
+
+
 cdef object _initialised_again(object made):
     """The error of __init__ called on a DType or Device already made: shared
     ones (every array's dtype, as_device("cpu")) would change under their users."""
@@ -147,7 +168,7 @@ cdef object _from_typestr(str spec):
 cpdef DType as_dtype(object spec):
     """The DType that ``spec`` names (see ``DType``); TypeError if none."""
     if isinstance(spec, DType):
-        return <DType>spec
+        return _made_dtype(<DType>spec)
     try:
         found = _dtype_names.get(spec)
     except TypeError:  # unhashable
@@ -213,18 +234,20 @@ cdef class Device:
     @property
     def type(self):
         """The DLPack device type, as a DeviceType."""
-        return DeviceType(self.value.type)
+        return DeviceType(_made_device(self).value.type)
 
     @property
     def id(self):
-        return self.value.id
+        return _made_device(self).value.id
 
     @property
     def name(self):
         """The device type's name: ``"cpu"``, ``"cuda"``, ``"cuda_host"``, ..."""
-        return _view_str(cpp.name(self.value.type))
+        return _view_str(cpp.name(_made_device(self).value.type))
 
     def __eq__(self, other):
+        if not self.initialised or (isinstance(other, Device) and not (<Device>other).initialised):
+            return self is other  # one made by __new__ alone is no device: equal to itself only
         if isinstance(other, Device):
             return self.value == (<Device>other).value
         try:
@@ -233,16 +256,20 @@ cdef class Device:
             return NotImplemented
 
     def __hash__(self):
+        if not self.initialised:
+            return object.__hash__(self)
         return hash((self.value.type, self.value.id))
 
     def __repr__(self):
-        return f"Device('{self}')"
+        return f"Device('{self}')" if self.initialised else f"<{type(self).__name__} holding no device>"
 
     def __str__(self):
+        if not self.initialised:
+            return repr(self)
         return f"{self.name}:{self.value.id}" if self.value.id or self.value.type != cpp.kDLCPU else "cpu"
 
     def __reduce__(self):
-        return (Device, (str(self),))
+        return (Device, (str(_made_device(self)),))
 
 
 cdef Device device_from_cpp(cpp.device d):
@@ -267,7 +294,7 @@ cdef Device _cpu = device_from_cpp(cpp.device(cpp.kDLCPU, 0))
 cpdef Device as_device(object spec):
     """The Device that ``spec`` names; TypeError or ValueError naming what was received."""
     if isinstance(spec, Device):
-        return <Device>spec
+        return _made_device(<Device>spec)
     if type(spec) is str and spec == "cpu":
         return _cpu
     # Each part of the spec is read once, into exact strs, ints and tuples,

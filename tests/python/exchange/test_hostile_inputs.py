@@ -352,6 +352,30 @@ def test_dtypes_and_devices_never_change():
         made.__init__("int16")
 
 
+class MyDType(dlbridge.DType):
+    pass
+
+
+@pytest.mark.parametrize("cls, what", [(dlbridge.DType, "dtype"), (MyDType, "dtype"), (dlbridge.Device, "device")])
+def test_dtypes_and_devices_made_by_new_alone_are_refused(cls, what):
+    # They used to act as float32 and cpu: empty(dtype=...) gave float32 garbage.
+    made = cls.__new__(cls)
+    message = exactly(f"this {cls.__name__} holds no {what}: it was made by {cls.__name__}.__new__ without "
+                      f"{'DType' if what == 'dtype' else 'Device'}.__init__")
+    keyword = "dtype" if what == "dtype" else "device"
+    uses = [lambda: dlbridge.empty((2,), **{keyword: made}), lambda: dlbridge.zeros((2,), **{keyword: made}),
+            lambda: dlbridge.asarray(np.ones(2), **{keyword: made}), lambda: dlbridge.asarray([1.0], **{keyword: made}),
+            lambda: cls(made), lambda: pickle.dumps(made)]
+    uses += [lambda name=name: getattr(made, name) for name in (
+        ("code", "bits", "lanes", "itemsize", "name", "typestr") if what == "dtype" else ("type", "id", "name"))]
+    for use in uses:
+        with pytest.raises(ValueError, match=message):
+            use()
+    assert repr(made) == str(made) == f"<{cls.__name__} holding no {what}>"
+    assert made == made and made != cls.__new__(cls) and hash(made) == hash(made)
+    assert made != ("float32" if what == "dtype" else "cpu")
+
+
 # ---------------------------------------------------------------------------
 # What a subclass or a private helper could make dlbridge read
 
