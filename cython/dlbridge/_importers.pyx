@@ -281,14 +281,19 @@ cdef object _legacy_stream = cpp.legacy_default_stream
 # gives the protocol's answer. Only this type is trusted so: another
 # producer's buffer and DLPack answers may differ (a NumPy subclass's
 # __dlpack__ may refuse what its buffer gives).
+# Its name proves nothing (any class may take it): only the type jaxlib's
+# module holds is trusted, and cached.
 cdef PyTypeObject* _jax_array_type = NULL
 
 
-cdef bint _is_jax_array(PyTypeObject* tp) noexcept:
+cdef int _is_jax_array(PyTypeObject* tp) except -1:
     global _jax_array_type
     if tp == _jax_array_type:
         return True
     if _jax_array_type != NULL or strcmp(tp.tp_name, b"jaxlib._jax.ArrayImpl") != 0:
+        return False
+    jaxlib = sys.modules.get("jaxlib._jax")
+    if jaxlib is None or getattr(jaxlib, "ArrayImpl", None) is not <object>tp:
         return False
     Py_INCREF(<object>tp)  # never released: the cached pointer stays a type's
     _jax_array_type = tp

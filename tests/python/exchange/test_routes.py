@@ -232,6 +232,32 @@ def test_jax_subbyte_ints_get_the_dunder_dlpack_answer(name):
         dlbridge.asarray(x)
 
 
+def test_only_jaxs_own_type_takes_the_buffer_route():
+    """A class that takes the name of jaxlib's ArrayImpl gets no trust: its
+    __dlpack__ answers (it used to have its buffer taken), and, seen first,
+    it does not keep JAX's own arrays off their buffer route for the rest of
+    the process (a fresh interpreter: the route is chosen once per process)."""
+    code = textwrap.dedent("""
+        import numpy as np, dlbridge, jax.numpy as jnp, jaxlib._jax
+        def refuse(self, **kwargs):
+            raise BufferError("refused")
+        Fake = type("jaxlib._jax.ArrayImpl", (), {"__dlpack__": refuse, "__dlpack_device__": lambda self: (1, 0),
+                                                  "__buffer__": lambda self, flags: memoryview(np.arange(3.0))})
+        for convert in (dlbridge.from_dlpack, dlbridge.asarray):
+            try:
+                convert(Fake())
+            except BufferError as e:
+                print(e)
+        def no_dunder_dlpack(self, *args, **kwargs):
+            raise AssertionError("JAX's __dlpack__ was called: its buffer route was not taken")
+        jaxlib._jax.ArrayImpl.__dlpack__ = no_dunder_dlpack
+        print(dlbridge.from_dlpack(jnp.arange(3.0)).tolist())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["refused (from jaxlib._jax.ArrayImpl.__dlpack__())"] * 2 + ["[0.0, 1.0, 2.0]"]
+
+
 def test_sharded_and_other_device_jax_arrays():
     """Two CPU devices (set before JAX starts, hence the fresh interpreter):
     an array sharded over both, or replicated on both, has no buffer and
