@@ -69,27 +69,31 @@ cdef object _through_table(const cpp.DLPackExchangeAPI* api, cpp.tensor& t, like
     return result
 
 
-# Each type's from_dlpack (or None), found once: the array API namespace's
-# (__array_namespace__), else that of the nearest module of the type's that has one.
-cdef object _from_dlpack_by_type = weakref.WeakKeyDictionary()
+# Each type's from_dlpack found through its modules (or None), found once.
+cdef object _module_from_dlpack_by_type = weakref.WeakKeyDictionary()
 
 
 cdef object _library_from_dlpack(like):
-    """The from_dlpack of like's library, or None (see _from_dlpack_by_type)."""
-    kind = type(like)
-    try:
-        return _from_dlpack_by_type[kind]
-    except KeyError:
-        pass
-    found = None
+    """The from_dlpack of like's library, or None: its array API namespace's
+    (__array_namespace__, asked of `like` itself each time: instances of one
+    type may belong to different namespaces), else that of the nearest module
+    of its type's that has one (_module_from_dlpack_by_type)."""
     namespace = getattr(like, "__array_namespace__", None)
     if namespace is not None:
         found = getattr(namespace(), "from_dlpack", None)
+        if found is not None:
+            return found
+    kind = type(like)
+    try:
+        return _module_from_dlpack_by_type[kind]
+    except KeyError:
+        pass
+    found = None
     module = getattr(kind, "__module__", None)
     while found is None and isinstance(module, str) and module:
         found = getattr(sys.modules.get(module), "from_dlpack", None)
         module = module.rpartition(".")[0]
-    _from_dlpack_by_type[kind] = found
+    _module_from_dlpack_by_type[kind] = found
     return found
 
 

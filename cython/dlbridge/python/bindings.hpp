@@ -112,18 +112,29 @@ template <class... Views>
 template <class... Views>
 inline constexpr auto signature = detail::fixed_annotation<Views...>();
 
+// What borrow made of an object: the argument (taken); no array, or one
+// the views do not take (a mismatch: TypeError), with no Python exception
+// left set, so that the tool tries the function's next overload and raises
+// its own TypeError when none fits; or another failure (a producer's own
+// exception, KeyboardInterrupt, MemoryError, a malformed tensor's
+// BufferError), left set as the Python exception the caster must raise: no
+// other overload would fare better, and the caller must see it.
+enum class borrowed { taken, mismatch, failed };
+
 // Makes `out` the argument `object` (of a bound function: the tools do not
-// name functions and arguments to their casters), or answers false with no
-// Python exception set, so that the tool tries the function's next overload
-// and raises its own TypeError when none fits.
+// name functions and arguments to their casters), and says how it went.
 template <class Argument>
-[[nodiscard]] bool borrow(std::optional<Argument>& out, PyObject* object) noexcept {
+[[nodiscard]] borrowed borrow(std::optional<Argument>& out, PyObject* object) noexcept {
   try {
     out.emplace(object, nullptr, nullptr);
-    return true;
+    return borrowed::taken;
+  } catch (const argument_mismatch&) {
+    return borrowed::mismatch;
   } catch (...) {
-    PyErr_Clear();  // (for python_error_already_set; a mismatch sets none)
-    return false;
+    raise_python_error();  // the exception in flight as Python's (kept as it is where already set)
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) return borrowed::failed;
+    PyErr_Clear();
+    return borrowed::mismatch;
   }
 }
 

@@ -8,7 +8,8 @@
 // by dlbridge's converter (exchange tables, read-only safety) and seen
 // without a copy for the length of the call. An input that does not fit lets
 // nanobind try the next overload, and then raise its "incompatible function
-// arguments". The signature (and nanobind's stubgen) shows the demands, in
+// arguments"; any other failure (the producer's own exception, a tensor that
+// requires grad, KeyboardInterrupt, MemoryError) is raised as it is. The signature (and nanobind's stubgen) shows the demands, in
 // dlb::describe's words:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
 // A dlb::python::array_parameter<Views...> takes any object, to be checked
@@ -25,24 +26,62 @@
 
 #include "dlbridge/python/bindings.hpp"
 
+namespace dlb::python::bindings {
+
+// A nanobind caster's argument: from_python (noexcept, as nanobind asks)
+// answers false for a mismatch, so that nanobind tries the next overload;
+// any other failure is kept, from_python answers true and can_cast false,
+// and the cast to the parameter raises it: nanobind raises what a function's
+// conversions throw, and a caster that asks can_cast first (std::optional's)
+// declines the argument instead.
+template <class Argument>
+struct nanobind_argument {
+  [[nodiscard]] bool take(nanobind::handle src) noexcept {
+    switch (borrow(argument, src.ptr())) {
+      case borrowed::taken: return true;
+      case borrowed::mismatch: return false;
+      case borrowed::failed: break;
+    }
+    failure.emplace();  // takes the Python exception borrow left set
+    return true;
+  }
+  [[nodiscard]] bool taken() const noexcept { return !failure; }
+  const Argument& get() {
+    if (failure) {
+      nanobind::python_error error = std::move(*failure);
+      failure.reset();
+      throw error;
+    }
+    return *argument;
+  }
+
+  // Keeps the input's memory (and its producer's export) for the call.
+  std::optional<Argument> argument;
+  std::optional<nanobind::python_error> failure;
+};
+
+}  // namespace dlb::python::bindings
+
 namespace nanobind::detail {
 
 template <class T, class... Constraints>
 struct type_caster<dlb::view<T, Constraints...>> {
-  using view_type = dlb::view<T, Constraints...>;
-  NB_TYPE_CASTER(view_type, const_name(dlb::python::bindings::signature<view_type>.text))
+  using Value = dlb::view<T, Constraints...>;
+  static constexpr auto Name = const_name(dlb::python::bindings::signature<Value>.text);
+  template <class U> using Cast = movable_cast_t<U>;
+  template <class> bool can_cast() const noexcept { return argument.taken(); }
 
-  bool from_python(handle src, uint32_t, cleanup_list*) noexcept {
-    if (!dlb::python::bindings::borrow(argument, src.ptr())) return false;
-    value = argument->view();
-    return true;
-  }
+  bool from_python(handle src, uint32_t, cleanup_list*) noexcept { return argument.take(src); }
 
   // A view owns nothing that could outlive the call: return a dlb::tensor.
-  static handle from_cpp(const view_type&, rv_policy, cleanup_list*) = delete;
+  static handle from_cpp(const Value&, rv_policy, cleanup_list*) = delete;
 
-  // Keeps the input's memory (and its producer's export) for the call.
-  std::optional<dlb::python::array_argument<view_type>> argument;
+  explicit operator Value*() { return &(value = argument.get().view()); }
+  explicit operator Value&() { return value = argument.get().view(); }
+  explicit operator Value&&() { return std::move(value = argument.get().view()); }
+
+  dlb::python::bindings::nanobind_argument<dlb::python::array_argument<Value>> argument;
+  Value value;
 };
 
 template <class... Views>
@@ -51,14 +90,12 @@ struct type_caster<dlb::python::array_argument<Views...>> {
   static constexpr auto Name = const_name(dlb::python::bindings::signature<Views...>.text);
   // Taken by const reference: an argument is not copied.
   template <class> using Cast = const Value&;
-  template <class> static constexpr bool can_cast() { return true; }
+  template <class> bool can_cast() const noexcept { return argument.taken(); }
 
-  bool from_python(handle src, uint32_t, cleanup_list*) noexcept {
-    return dlb::python::bindings::borrow(argument, src.ptr());
-  }
-  explicit operator const Value&() const { return *argument; }
+  bool from_python(handle src, uint32_t, cleanup_list*) noexcept { return argument.take(src); }
+  explicit operator const Value&() { return argument.get(); }
 
-  std::optional<Value> argument;
+  dlb::python::bindings::nanobind_argument<Value> argument;
 };
 
 template <class... Views>

@@ -8,7 +8,8 @@
 // by dlbridge's converter (exchange tables, read-only safety) and seen
 // without a copy for the length of the call. An input that does not fit lets
 // pybind11 try the next overload, and then raise its "incompatible function
-// arguments". The signature shows the demands, in dlb::describe's words:
+// arguments"; any other failure (the producer's own exception, a tensor that
+// requires grad, KeyboardInterrupt, MemoryError) is raised as it is. The signature shows the demands, in dlb::describe's words:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
 // A dlb::python::array_parameter<Views...> takes any object, to be checked
 // in the body with the function's and argument's names (dlbridge's own
@@ -24,6 +25,23 @@
 
 #include "dlbridge/python/bindings.hpp"
 
+namespace dlb::python::bindings {
+
+// A caster's load: true where the argument was taken, false for a mismatch
+// (pybind11 tries the next overload), and any other failure raised as the
+// Python exception it is (pybind11 raises what load throws).
+template <class Argument>
+[[nodiscard]] bool load(std::optional<Argument>& argument, pybind11::handle src) {
+  switch (borrow(argument, src.ptr())) {
+    case borrowed::taken: return true;
+    case borrowed::mismatch: return false;
+    case borrowed::failed: break;
+  }
+  throw pybind11::error_already_set();
+}
+
+}  // namespace dlb::python::bindings
+
 namespace pybind11::detail {
 
 template <class T, class... Constraints>
@@ -32,7 +50,7 @@ struct type_caster<dlb::view<T, Constraints...>> {
   PYBIND11_TYPE_CASTER(view_type, const_name(dlb::python::bindings::signature<view_type>.text));
 
   bool load(handle src, bool) {
-    if (!dlb::python::bindings::borrow(argument, src.ptr())) return false;
+    if (!dlb::python::bindings::load(argument, src)) return false;
     value = argument->view();
     return true;
   }
@@ -52,7 +70,7 @@ struct type_caster<dlb::python::array_argument<Views...>> {
   // Taken by const reference: an argument is not copied.
   template <class> using cast_op_type = const Value&;
 
-  bool load(handle src, bool) { return dlb::python::bindings::borrow(argument, src.ptr()); }
+  bool load(handle src, bool) { return dlb::python::bindings::load(argument, src); }
   operator const Value&() const { return *argument; }
 
  private:

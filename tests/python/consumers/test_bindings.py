@@ -240,10 +240,21 @@ def test_writes_reach_the_callers_memory(m):
     assert m.last(np.arange(5)[::-1].copy()) == 0 and m.last(np.zeros(0, np.int64)) == -1
 
 
+class CudaLabelled:
+    """A valid float32 tensor that says it lives on CUDA device 0 (never
+    read), a new export each time it is asked, as producers make them (each
+    overload asks again)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        managed = ManagedTensor([0.0] * 6, shape=(2, 3), dtype=(2, 32, 1), ctype=ctypes.c_float, device=(2, 0))
+        return Producer(managed, device=(2, 0)).__dlpack__(**kwargs)
+
+
 def cuda_labelled():
-    """A valid float32 tensor that says it lives on CUDA device 0 (never read)."""
-    return Producer(ManagedTensor([0.0] * 6, shape=(2, 3), dtype=(2, 32, 1), ctype=ctypes.c_float, device=(2, 0)),
-                    device=(2, 0))
+    return CudaLabelled()
 
 
 def unmet_calls():
@@ -281,6 +292,53 @@ def test_every_unmet_demand_is_the_tools_type_error(m):
         assert caught.value.__cause__ is None and caught.value.__context__ is None, (demand, name)
     # And left no exception set: the next call succeeds.
     assert m.total(np.ones((1, 1), np.float32)) == ("float32", 1.0)
+
+
+class Raising:
+    """A producer whose __dlpack__ raises `error`, counting its calls."""
+
+    def __init__(self, error):
+        self.error, self.calls = error, 0
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, **kwargs):
+        self.calls += 1
+        raise self.error
+
+
+@pytest.mark.parametrize("function", ["total", "sum"])  # a view (two overloads), an array_argument
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), SystemExit(3), MemoryError(), BufferError("its own reason")],
+                         ids=lambda e: type(e).__name__)
+def test_failures_that_are_no_mismatch_are_raised_as_they_are(m, function, error):
+    # They used to become "incompatible function arguments", after __dlpack__
+    # was asked once per overload.
+    producer = Raising(error)
+    with pytest.raises(type(error)) as caught:
+        getattr(m, function)(producer)
+    # dlbridge names the producer in the message of the protocol's errors, as everywhere.
+    assert (caught.value is error if type(error) is not BufferError
+            else str(caught.value) == "its own reason (from Raising.__dlpack__())")
+    assert producer.calls == 1
+    assert m.total(np.ones((1, 1), np.float32)) == ("float32", 1.0)  # nothing left set
+
+
+@pytest.mark.needs_torch
+def test_a_tensor_that_requires_grad_is_raised_as_such(m):
+    import torch
+    for function in ("total", "sum"):
+        with pytest.raises(BufferError, match="requires gradient, which DLPack cannot express; call .detach"):
+            getattr(m, function)(torch.ones(2, 2, requires_grad=True))
+
+
+def test_a_producers_type_error_is_a_mismatch(m):
+    # TypeError says the input is not what the function takes: another
+    # overload may take it, and the tool's own TypeError follows.
+    producer = Raising(TypeError("not this one"))
+    with pytest.raises(TypeError, match=r"^total\(\): incompatible function arguments") as caught:
+        m.total(producer)
+    assert caught.value.__context__ is None and producer.calls >= 2  # both overloads asked
 
 
 def test_read_only_data_is_never_written(m):

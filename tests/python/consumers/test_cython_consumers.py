@@ -647,6 +647,38 @@ def test_arrays_return_like_their_input(example):
     """)
 
 
+def test_returns_follow_each_inputs_own_namespace(example):
+    # __array_namespace__ is asked of each input: two instances of one type
+    # from two namespaces get each its own kind of array (the first one's
+    # namespace used to be kept for the type).
+    run(example, """
+        import types
+        import dlb_contracts as c
+
+        class Wrapped:
+            def __init__(self, namespace):
+                self.namespace = namespace
+
+            def __array_namespace__(self, api_version=None):
+                return self.namespace
+
+            def __dlpack_device__(self):
+                return (1, 0)
+
+        def namespace(name):
+            return types.SimpleNamespace(from_dlpack=lambda x: (name, dlbridge.asarray(x).tolist()))
+
+        first, second = Wrapped(namespace("first")), Wrapped(namespace("second"))
+        for like, name in ((first, "first"), (second, "second"), (first, "first")):
+            r, _ = c.returned_like(like, 3, False, "float64")
+            assert r == (name, [0.0, 1.0, 2.0]), (name, r)
+        # A namespace without from_dlpack: the type's modules are asked, and
+        # this test's module has none, so a dlbridge.Array.
+        r, _ = c.returned_like(Wrapped(types.SimpleNamespace()), 3, False, "float64")
+        assert type(r) is dlbridge.Array
+    """)
+
+
 def test_returned_ndarrays_have_numpys_own_dtype(example):
     # Each dtype NumPy has arrives as the type number NumPy itself gives it
     # (int64 is NPY_LONG where long is 64-bit), on the same memory.
