@@ -45,8 +45,9 @@ def pytest_configure(config):
 
 # The files that take longest, longest first (as measured in tests/run's
 # python stage, docs/hardening.md): pytest-xdist hands each worker a whole
-# file at a time in collection order, so the short files left at the end let
-# both workers finish together. Those sharing a consumer build
+# file at a time in collection order where told to keep it (tests/run's
+# --no-loadscope-reorder), so the short files left at the end let both
+# workers finish together. Those sharing a consumer build
 # (test_cython_consumers.py and test_routes.py: the Cython example) are kept
 # apart, so that one worker does not wait for the other's build.
 LONGEST_FIRST = ("project/test_benchmarks.py", "kit/test_kit.py", "project/test_doctor.py",
