@@ -29,9 +29,10 @@ def pytest_configure(config):
         "markers", "numpy_jax: the outcome depends on the NumPy or JAX version (an exchange with either, or a "
                    "comparison with what it does). tests/run's floor stage runs these with the oldest supported.")
     config.addinivalue_line(
-        "markers", "any_python: the outcome does not depend on the Python version (C++ programs, Meson's "
-                   "configuration, the benchmarks' smoke pass, what the CUDA backend itself does, which the versions "
-                   "stage does not build). tests/run's versions stage deselects these.")
+        "markers", "any_python: the outcome does not depend on the Python version (C++ programs, a compiler's "
+                   "verdict on dlbridge's headers, Meson's configuration, the benchmarks' smoke pass, what the CUDA "
+                   "backend itself does, which the versions stage does not build). tests/run's versions stage "
+                   "deselects these.")
     config.addinivalue_line(
         "markers", "consumer_build: uses a compiled consumer package built against the installed dlbridge (set "
                    "by pytest_collection_modifyitems on every test using the fixture builds_base, as every such "
