@@ -9,7 +9,8 @@
 // without a copy for the length of the call. An input that does not fit lets
 // nanobind try the next overload, and then raise its "incompatible function
 // arguments"; any other failure (the producer's own exception, a tensor that
-// requires grad, KeyboardInterrupt, MemoryError) is raised as it is. The signature (and nanobind's stubgen) shows the demands, in
+// requires grad, KeyboardInterrupt, MemoryError) is raised as it is.
+// The signature (and nanobind's stubgen) shows the demands, in
 // dlb::describe's words:
 // typing.Annotated[typing.Any, "float32[*, *] cpu read-only"].
 // A dlb::python::array_parameter<Views...> takes any object, to be checked
