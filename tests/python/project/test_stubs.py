@@ -6,11 +6,13 @@ import sys
 import pytest
 
 ALLOWLIST = os.path.join(os.path.dirname(__file__), "stubtest_allowlist.txt")
+MYPY_CONFIG = os.path.join(os.path.dirname(__file__), "stubtest.ini")
 
 
 @pytest.mark.no_sanitized_code  # mypy reads the modules' signatures: nothing of dlbridge's runs beyond its import
 def test_stubs_match_runtime():
-    result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "dlbridge", "--allowlist", ALLOWLIST],
+    result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "dlbridge", "--allowlist", ALLOWLIST,
+                             "--mypy-config-file", MYPY_CONFIG],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
