@@ -92,14 +92,16 @@ def versions() -> dict[str, str | None]:
     return found
 
 
-def build_nanobind(folder: pathlib.Path) -> pathlib.Path:
+def build_nanobind(folder: pathlib.Path, *setup_args: str) -> pathlib.Path:
     """Builds tests/downstream/nanobind_arrays with pip, as its users would
     (no build isolation: the installed nanobind and meson-python), in
-    folder/build, and installs it into folder/target, which it returns. A
-    folder built before is rebuilt incrementally."""
+    folder/build, with Meson's `setup_args`, and installs it into
+    folder/target, which it returns. A folder built before is rebuilt
+    incrementally."""
     command = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
                "--disable-pip-version-check", "--upgrade", "--target", str(folder / "target"),
-               f"--config-settings=build-dir={folder / 'build'}", str(NANOBIND_SOURCE)]
+               f"--config-settings=build-dir={folder / 'build'}",
+               *(f"--config-settings=setup-args={arg}" for arg in setup_args), str(NANOBIND_SOURCE)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"building {NANOBIND_SOURCE.name} failed:\n{done.stdout}{done.stderr}")

@@ -143,9 +143,10 @@ def bindings(builds_base):
         setup = ["meson", "setup", str(folder / "build"), str(source), f"-Dpython={sys.executable}"]
         # tests/run's asan-python stage sanitizes the modules too: the casters and
         # dlbridge's headers run inside them.
-        setup += consumers.sanitizer_options()
+        setup += consumers.build_options()
         for step in (setup, ["meson", "compile", "-C", str(folder / "build")]):
-            result = subprocess.run(step, capture_output=True, text=True, timeout=900)
+            result = subprocess.run(step, capture_output=True, text=True, timeout=900,
+                                    env=consumers.build_environment())
             assert result.returncode == 0, result.stdout + result.stderr
 
     return consumers.built_once(source, builds_base, build) / "build"

@@ -42,17 +42,35 @@ def skip_unless_installed(what: str) -> None:
                     f"{dlbridge.get_include()}); {what} builds against an installed dlbridge: pip install .")
 
 
-def sanitizer_options(*cpp_args: str) -> list[str]:
-    """Meson's options for a consumer built in tests/run's asan-python stage
-    (DLBRIDGE_TEST_SANITIZE names the sanitizers), none elsewhere: every report
-    aborts; -O0, as the sanitizers see every access unoptimized and these
-    packages' small kernels run briefly: what they cost is their compile time,
-    which optimization lengthens (docs/hardening.md)."""
+def build_options(*cpp_args: str) -> list[str]:
+    """Meson's options for a consumer package the tests build: -O0, as what
+    these packages cost is their compile time, which optimization lengthens,
+    and their small kernels run briefly (dlbridge's headers built as released
+    run in dlbridge's own modules and in the benchmarks' smoke pass,
+    benchmarks/arguments); in tests/run's asan-python stage
+    (DLBRIDGE_TEST_SANITIZE names the sanitizers) sanitized too, every report
+    aborting, with `cpp_args` (docs/hardening.md)."""
+    options = ["-Doptimization=0"]
     sanitize = os.environ.get("DLBRIDGE_TEST_SANITIZE")
-    if not sanitize:
-        return []
-    return [f"-Db_sanitize={sanitize}", "-Doptimization=0",
-            "-Dcpp_args=" + " ".join(["-fno-sanitize-recover=all", *cpp_args])]
+    if sanitize:
+        options += [f"-Db_sanitize={sanitize}",
+                    "-Dcpp_args=" + " ".join(["-fno-sanitize-recover=all", *cpp_args])]
+    return options
+
+
+def build_environment() -> dict[str, str]:
+    """The environment for building a consumer package: this process's, less
+    the ASan runtime that tests/run's asan-python stage preloads (and its
+    PYTHONMALLOC=malloc), under which pip, Meson, Cython and the compiler run
+    several times slower. The sanitized dlbridge those import for its flags
+    (python -m dlbridge --cflags) loads the runtime as it is linked against
+    it (verify_asan_link_order=0); the package built is sanitized all the same."""
+    env = dict(os.environ)
+    if "libasan" in env.get("LD_PRELOAD", ""):
+        del env["LD_PRELOAD"]
+        env.pop("PYTHONMALLOC", None)
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "verify_asan_link_order=0"]))
+    return env
 
 
 def pip_install(source: pathlib.Path, root: pathlib.Path) -> pathlib.Path:
@@ -65,9 +83,8 @@ def pip_install(source: pathlib.Path, root: pathlib.Path) -> pathlib.Path:
     cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
            "--disable-pip-version-check", "--target", str(root / "target"),
            f"--config-settings=build-dir={root / 'build'}", str(source)]
-    options = sanitizer_options("-fno-sanitize=alignment")
-    cmd[-1:-1] = [f"--config-settings=setup-args={option}" for option in options]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    cmd[-1:-1] = [f"--config-settings=setup-args={option}" for option in build_options("-fno-sanitize=alignment")]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=build_environment())
     assert result.returncode == 0, result.stdout + result.stderr
     return root / "target"
 

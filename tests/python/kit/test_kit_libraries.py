@@ -56,12 +56,14 @@ DEATHS = ("crashed", "the process exited", "timed out after")
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The folder nanobind_arrays is installed into. Not sanitized under
-    tests/run's asan-python stage: it holds nanobind's code and none of
-    dlbridge's, as the other libraries the kit runs on."""
+    """The folder nanobind_arrays is installed into, built at -O0 (the kit's
+    verdicts are on what nanobind does, not on how fast; its compile time is
+    what optimization costs). Not sanitized under tests/run's asan-python
+    stage: it holds nanobind's code and none of dlbridge's, as the other
+    libraries the kit runs on."""
     pytest.importorskip("nanobind")
     pytest.importorskip("mesonpy")
-    return compatibility.build_nanobind(tmp_path_factory.mktemp("nanobind_arrays"))
+    return compatibility.build_nanobind(tmp_path_factory.mktemp("nanobind_arrays"), "-Doptimization=0")
 
 
 @pytest.fixture(scope="module")
