@@ -26,6 +26,10 @@ def pytest_configure(config):
                    "(Meson's configuration, C++ programs built without the sanitizers, mypy's reading of the "
                    "stubs, the GPU suites' skips). tests/run's asan-python stage deselects these too.")
     config.addinivalue_line(
+        "markers", "unsanitized(reason): cannot run under the sanitizers, for `reason` (valgrind, or a soak whose "
+                   "memory ASan's quarantine holds): skipped where the ASan runtime is preloaded; tests/run's "
+                   "python stage runs these, its asan-python stage deselects them.")
+    config.addinivalue_line(
         "markers", "numpy_jax: the outcome depends on the NumPy or JAX version (an exchange with either, or a "
                    "comparison with what it does). tests/run's floor stage runs these with the oldest supported.")
     config.addinivalue_line(
@@ -62,9 +66,13 @@ def pytest_collection_modifyitems(config, items):
     missing = [name for name in LONGEST_FIRST if not os.path.isfile(os.path.join(here, name))]
     if missing:
         raise pytest.UsageError(f"conftest.py's LONGEST_FIRST names test files that are not there: {missing}")
+    asan = "libasan" in os.environ.get("LD_PRELOAD", "")
     for item in items:
         if "builds_base" in getattr(item, "fixturenames", ()):  # every consumer build's fixture uses it
             item.add_marker(pytest.mark.consumer_build)
+        unsanitized = item.get_closest_marker("unsanitized")
+        if unsanitized and asan:
+            item.add_marker(pytest.mark.skip(reason=unsanitized.kwargs["reason"]))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(os.path.relpath(item.path, here).replace(os.sep, "/"), len(rank)))
 

@@ -189,8 +189,7 @@ def _exchange(source):
     return a, b, n, unconsumed, legacy, copied
 
 
-@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
-                    reason="under ASan, freed memory waits in its quarantine, so RSS grows")
+@pytest.mark.unsanitized(reason="under ASan, freed memory waits in its quarantine, so RSS grows")
 def test_no_reference_or_memory_leak_over_100000_exchanges():
     source = np.arange(64.0)
     for _ in range(2000):  # warm up allocators and caches

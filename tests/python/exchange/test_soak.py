@@ -11,7 +11,6 @@ to the memory, which a hand-built counting tensor underneath reveals (its
 deleter runs once, when the last one goes, and not before).
 """
 import gc
-import os
 import resource
 import sys
 import time
@@ -23,8 +22,7 @@ import torch
 import dlbridge
 from dlbridge.testing._abi import ManagedTensor, Producer, stray_deleter_calls
 
-pytestmark = pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
-                                reason="under ASan, freed memory waits in its quarantine, so RSS grows")
+pytestmark = pytest.mark.unsanitized(reason="under ASan, freed memory waits in its quarantine, so RSS grows")
 
 EXCHANGES = 1_000_000
 WARM_UP = 20_000

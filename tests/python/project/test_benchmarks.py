@@ -84,8 +84,7 @@ def check_row(name, cells, may_skip=False, stdout=""):
         assert re.fullmatch(r"(<=|>=) -?\d+(\.\d+)?( ns)?", goal), (name, goal)
 
 
-@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
-                    reason="callgrind (valgrind) cannot run under the preloaded ASan runtime")
+@pytest.mark.unsanitized(reason="callgrind (valgrind) cannot run under the preloaded ASan runtime")
 def test_run_quick_has_every_row():
     result = subprocess.run([sys.executable, str(BENCHMARKS / "run.py"), "--quick"],
                             capture_output=True, text=True, timeout=600)
