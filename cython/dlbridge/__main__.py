@@ -11,9 +11,10 @@ then what the library makes of a writable and of a read-only dlbridge array
 transposed one arrives with its values (JAX 0.6.0 to 0.7.1 ignore the
 strides).
 
-Each library is probed in a child process of its own (dlbridge._probe), all
-at once, so a library that is broken (raises anything at import, crashes,
-exits, hangs or prints) becomes a row saying so, never the end of the report.
+Each library (or each named by ``--library``) is probed in a child process
+of its own (dlbridge._probe), all at once, so a library that is broken
+(raises anything at import, crashes, exits, hangs or prints) becomes a row
+saying so, never the end of the report.
 
 Exit status: 0 when every applicable clause of the kit passed and every
 exchange with every library that imports worked; 1 when a clause failed or
@@ -170,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="time each library has for its exchanges, once imported (default: %(default)g)")
     parser.add_argument("--import-timeout", type=seconds_argument, default=60.0, metavar="SECONDS",
                         help="time each library has to import (default: %(default)g)")
+    parser.add_argument("--library", action="append", choices=[lib.name for lib in LIBRARIES], metavar="NAME",
+                        help="probe this library only (again for more; default: every one of "
+                             f"{', '.join(lib.name for lib in LIBRARIES)})")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     mode.add_argument("--cflags", action="store_true",
@@ -199,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     stop_children_on_signals()
     with ThreadPoolExecutor(len(KIT_SUBJECTS)) as pool:  # the kit's children run beside the probes'
         kit = [pool.submit(run_isolated, side, spec, timeout=args.timeout) for _, side, spec in KIT_SUBJECTS]
-        results, crashes = run_probes(LIBRARIES, args.timeout, args.import_timeout)
+        probed = [lib for lib in LIBRARIES if args.library is None or lib.name in args.library]
+        results, crashes = run_probes(probed, args.timeout, args.import_timeout)
         verdicts = [future.result() for future in kit]
     failed = any(getattr(r, field).startswith(FAILURES) for r in results for field in FIELDS if field != "version")
     failed |= any(r.verdict == FAIL for found in verdicts for r in found)

@@ -47,21 +47,23 @@ class KitWarning(UserWarning):
     what the library does that is not what the specification recommends."""
 
 
-def check(side: str, spec: str, *, timeout: float = 60.0) -> list[Result]:
-    """Every clause of `side` ("producer" or "consumer") on the callable that
-    `spec` ("MODULE:NAME") names, in child processes; `timeout` seconds per
-    clause. Raises SpecError when `spec` does not load."""
+def check(side: str, spec: str, *, timeout: float = 60.0, only: str | Iterable[str] | None = None) -> list[Result]:
+    """Every clause of `side` ("producer" or "consumer"), or those whose ids
+    `only` names (one id or several), on the callable that `spec`
+    ("MODULE:NAME") names, in child processes; `timeout` seconds per clause.
+    Raises SpecError when `spec` does not load, ValueError for an id that is
+    no clause of `side`."""
     if side not in ("producer", "consumer"):
         raise ValueError(f"expected side 'producer' or 'consumer', got {side!r}")
-    return run_isolated(side, spec, timeout=timeout)
+    return run_isolated(side, spec, timeout=timeout, only=only)
 
 
-def check_producer(factory: Callable[..., Any], only: Iterable[str] | None = None) -> list[Result]:
+def check_producer(factory: Callable[..., Any], only: str | Iterable[str] | None = None) -> list[Result]:
     """Every producer clause (or those of `only`) on `factory`, in this process."""
     return list(run(Producer(factory, _name(factory)), only))
 
 
-def check_consumer(function: Callable[[Any], Any], only: Iterable[str] | None = None) -> list[Result]:
+def check_consumer(function: Callable[[Any], Any], only: str | Iterable[str] | None = None) -> list[Result]:
     """Every consumer clause (or those of `only`) on `function`, in this process."""
     return list(run(Consumer(function, _name(function)), only))
 

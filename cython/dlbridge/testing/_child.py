@@ -15,14 +15,15 @@ from dlbridge.testing._runner import SpecError, subject
 
 
 def main(argv: list[str]) -> None:
-    channel, (side, spec, first) = open_channel(argv)
+    channel, (side, spec, ids) = open_channel(argv)
     try:
         tested = subject(side, spec)
     except SpecError as error:
         channel.send("error", str(error))
         os._exit(2)
     faulthandler.enable()  # a crash says where, on the standard error the parent keeps
-    for check in clauses(side)[int(first):]:
+    by_id = {check.id: check for check in clauses(side)}
+    for check in (by_id[i] for i in ids.split(",") if i):  # the parent's selection, from where it is
         channel.send("start", check.id)
         channel.send("result", dataclasses.asdict(run_clause(check, tested)))
     channel.send("done")

@@ -24,10 +24,27 @@ def clauses(side: str) -> list[Clause]:
                   key=lambda c: (c.tier == "gpu", _MODULES.index(c.check.__module__)))
 
 
-def run(subject: Producer | Consumer, only: Iterable[str] | None = None) -> Iterator[Result]:
+def selected(side: str, only: str | Iterable[str] | None = None) -> list[Clause]:
+    """The clauses of `side` to run, in the order of the report: every one,
+    or those whose ids `only` names (one id, or an iterable of them).
+    Raises ValueError for an id that is no clause of `side`."""
+    order = clauses(side)
+    if only is None:
+        return order
+    try:
+        wanted = {only} if isinstance(only, str) else set(only)
+    except TypeError:  # not iterable, or holding what no id is
+        raise TypeError(f"only: expected a clause id or an iterable of clause ids (str), got {type(only).__name__}"
+                        ) from None
+    unknown = sorted(str(i) for i in wanted - {c.id for c in order})
+    if unknown:
+        raise ValueError(f"no {side} clause {unknown[0]!r} (python -m dlbridge check's report and "
+                         f"dlbridge.testing.clauses({side!r}) name each clause by its id)")
+    return [c for c in order if c.id in wanted]
+
+
+def run(subject: Producer | Consumer, only: str | Iterable[str] | None = None) -> Iterator[Result]:
     """The verdict of each clause of the subject's side, in order; `only`
-    restricts them to those ids."""
-    wanted = None if only is None else set(only)
-    for check in clauses(subject.side):
-        if wanted is None or check.id in wanted:
-            yield run_clause(check, subject)
+    restricts them to those ids (selected)."""
+    for check in selected(subject.side, only):
+        yield run_clause(check, subject)

@@ -21,6 +21,7 @@ import textwrap
 
 from dlbridge._child_process import stop_children_on_signals
 from dlbridge.testing._model import FAIL, NOT_APPLICABLE, PASS, VERDICTS, WARN, Result, nothing_checked
+from dlbridge.testing._registry import clauses
 from dlbridge.testing._runner import SpecError, run_isolated, seconds_argument
 
 Section = tuple[str, str, list[Result]]  # (side, spec, results)
@@ -65,6 +66,23 @@ def escape_unencodable_output() -> None:
         reconfigure(errors="backslashreplace")
 
 
+def _only(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, list[str] | None]:
+    """The clauses --clause names, by side (None: every clause); an id that
+    is no clause, or a side checked with none of its clauses named, is a
+    usage error."""
+    if args.clause is None:
+        return {"producer": None, "consumer": None}
+    side_of = {c.id: side for side in ("producer", "consumer") for c in clauses(side)}
+    unknown = [i for i in args.clause if i not in side_of]
+    if unknown:
+        parser.error(f"argument --clause: no clause {unknown[0]!r} (the report names each clause by its id)")
+    only = {side: [i for i in args.clause if side_of[i] == side] for side in ("producer", "consumer")}
+    for side, specs in (("producer", args.producer), ("consumer", args.consumer)):
+        if specs and not only[side]:
+            parser.error(f"argument --clause: no {side} clause named, and a --{side} is checked")
+    return only
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m dlbridge check", description=__doc__.splitlines()[0])
     parser.add_argument("--producer", action="append", default=[], metavar="MODULE:FACTORY",
@@ -74,14 +92,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     parser.add_argument("--timeout", type=seconds_argument, default=60.0, metavar="SECONDS",
                         help="time each clause has before it fails as hung (default: %(default)g)")
+    parser.add_argument("--clause", action="append", metavar="ID",
+                        help="run only this clause (its id, as the report names it; again for more)")
     args = parser.parse_args(argv)
     if not args.producer and not args.consumer:
         parser.error("name a --producer MODULE:FACTORY, a --consumer MODULE:FUNCTION, or both")
+    only = _only(parser, args)
     stop_children_on_signals()
     sections: list[Section] = []
     try:
         for side, specs in (("producer", args.producer), ("consumer", args.consumer)):
-            sections += [(side, spec, run_isolated(side, spec, timeout=args.timeout)) for spec in specs]
+            sections += [(side, spec, run_isolated(side, spec, timeout=args.timeout, only=only[side]))
+                         for spec in specs]
     except SpecError as error:
         print(f"python -m dlbridge check: {error}", file=sys.stderr)
         return 2

@@ -1,9 +1,9 @@
 """Runs the kit's clauses in child processes, so that a library which
 crashes, exits, hangs or forks on a clause fails that clause and not the run.
 
-``python -m dlbridge.testing._child FD CONFIG SIDE SPEC FIRST`` loads SPEC
-(``MODULE:NAME``), runs the clauses of SIDE from the one numbered FIRST on,
-and sends its events on the channel of dlbridge._child_process: ``start``
+``python -m dlbridge.testing._child FD CONFIG SIDE SPEC IDS`` loads SPEC
+(``MODULE:NAME``), runs the clauses of SIDE that IDS names (comma-separated,
+in order: those of the run not yet done), and sends its events on the channel of dlbridge._child_process: ``start``
 with a clause's id before the clause, ``result`` after it, ``done`` when no
 clause is left, ``error`` when SPEC cannot be loaded. A clause's verdict is
 taken only from the child the kit started, and a child that ends before
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from dlbridge._child_process import ChildProcess, ending, wait
 from dlbridge.testing._model import FAIL, Consumer, Producer, Result, describe
-from dlbridge.testing._registry import clauses
+from dlbridge.testing._registry import clauses, selected
 
 
 class SpecError(Exception):
@@ -67,12 +67,14 @@ def seconds_argument(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
 
 
-def run_isolated(side: str, spec: str, *, timeout: float = 60.0, load_timeout: float = 120.0) -> list[Result]:
-    """The verdict of every clause of `side` on the subject `spec`, each
-    clause given `timeout` seconds (and each child `load_timeout` to import
-    the subject). Raises SpecError when the spec does not load."""
+def run_isolated(side: str, spec: str, *, timeout: float = 60.0, load_timeout: float = 120.0,
+                 only: str | Iterable[str] | None = None) -> list[Result]:
+    """The verdict of every clause of `side` (or of those `only` names:
+    _registry.selected) on the subject `spec`, each clause given `timeout`
+    seconds (and each child `load_timeout` to import the subject). Raises
+    SpecError when the spec does not load."""
     timeout, load_timeout = seconds(timeout), seconds(load_timeout, "load_timeout")
-    order = clauses(side)
+    order = selected(side, only)
     results: list[Result] = []
     while len(results) < len(order):
         results += _child(side, spec, len(results), order, timeout, load_timeout)
@@ -89,7 +91,7 @@ def check_loads(side: str, spec: str, *, load_timeout: float = 120.0) -> None:
 def _child(side: str, spec: str, first: int, order: list, timeout: float, load_timeout: float) -> list[Result]:
     """The results one child gives, from clause `first` on; where it ends
     before it is done, the last is the failing verdict of the clause it was in."""
-    child = ChildProcess("dlbridge.testing._child", [side, spec, str(first)])
+    child = ChildProcess("dlbridge.testing._child", [side, spec, ",".join(c.id for c in order[first:])])
     results: list[Result] = []
     current: str | None = None
     done = False

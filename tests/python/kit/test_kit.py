@@ -18,6 +18,10 @@ from processes import gone
 
 DLBRIDGE = "dlbridge.testing.libraries:dlbridge_array"
 
+# The first clauses of the producer side, which the tests of a subject that goes wrong run (check's
+# `only`): enough for a clause that passes, one that goes wrong, and a new child going on after it.
+FEW = [c.id for c in clauses("producer") if c.tier != "gpu"][:5]
+
 # Factories that go wrong on their second call in a process (hangs: once): each clause calls its factory, so
 # a clause that is not the first a child runs crashes or hangs, and the next child starts from the clause after it.
 WRONG = """
@@ -113,6 +117,11 @@ def seeded(tmp_path, monkeypatch, deliberate_crashes):
     return tmp_path
 
 
+def clause_options(ids):
+    """python -m dlbridge check's options that run these clauses only."""
+    return [option for i in ids for option in ("--clause", i)]
+
+
 def run(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
@@ -127,9 +136,8 @@ def test_dlbridge_passes_every_applicable_clause():
 
 @pytest.mark.supervision
 def test_a_crash_fails_the_clause_in_flight_and_the_rest_still_run(seeded):
-    results = check("producer", "kit_wrong:crashes")
-    order = [c.id for c in clauses("producer")]
-    assert [r.clause for r in results] == order
+    results = check("producer", "kit_wrong:crashes", only=FEW)
+    assert [r.clause for r in results] == FEW
     assert results[0].verdict == PASS
     crashed = [r for r in results if r.observed.startswith("crashed")]
     said = "crashed: signal 11 (SIGSEGV); what it wrote on standard error:\nFatal Python error: Segmentation"
@@ -139,7 +147,7 @@ def test_a_crash_fails_the_clause_in_flight_and_the_rest_still_run(seeded):
 
 @pytest.mark.supervision
 def test_a_crash_is_told_under_its_clause_not_above_the_report(seeded):
-    done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes")
+    done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes", *clause_options(FEW))
     assert done.returncode == 1
     assert done.stderr == ""
     assert "        observed: crashed: signal 11 (SIGSEGV); what it wrote on standard error:\n" \
@@ -148,14 +156,14 @@ def test_a_crash_is_told_under_its_clause_not_above_the_report(seeded):
 
 @pytest.mark.supervision
 def test_a_copy_made_by_fork_speaks_for_nobody(seeded):
-    results = check("producer", "kit_wrong:forks_then_crashes")
-    assert [r.clause for r in results] == [c.id for c in clauses("producer")]  # one verdict each, the copy's ignored
+    results = check("producer", "kit_wrong:forks_then_crashes", only=FEW)
+    assert [r.clause for r in results] == FEW  # one verdict each, the copy's ignored
     assert results[1].verdict == FAIL and results[1].observed.startswith("crashed: signal 11 (SIGSEGV)")
 
 
 @pytest.mark.supervision
 def test_a_child_that_ends_before_it_is_done_fails_the_clause_in_flight(seeded):
-    results = check("producer", "kit_wrong:ends_quietly")
+    results = check("producer", "kit_wrong:ends_quietly", only=FEW)
     assert results[0].verdict == PASS
     assert (results[1].verdict, results[1].observed) == (FAIL, "ended before it was done (exit status 0)")
 
@@ -166,13 +174,13 @@ def test_a_child_that_ends_before_it_is_done_fails_the_clause_in_flight(seeded):
 ])
 @pytest.mark.supervision
 def test_what_a_factory_raises_is_told_whatever_it_is(seeded, factory, observed):
-    results = check("producer", f"kit_wrong:{factory}")
+    results = check("producer", f"kit_wrong:{factory}", only=FEW)
     assert (results[0].verdict, results[0].observed) == (FAIL, observed)
 
 
 @pytest.mark.supervision
 def test_a_message_of_any_size_is_read_at_once_and_cut(seeded):
-    results = check("producer", "kit_wrong:raises_a_long_message")
+    results = check("producer", "kit_wrong:raises_a_long_message", only=FEW)
     first = results[0].observed
     assert results[0].verdict == FAIL and first.startswith("raised ValueError: xxx")
     assert first.endswith(f"... ({(50 << 20) - (1 << 16) + len('raised ValueError: ')} characters more)")
@@ -181,7 +189,8 @@ def test_a_message_of_any_size_is_read_at_once_and_cut(seeded):
 @pytest.mark.supervision
 def test_a_message_the_terminal_cannot_encode_is_still_printed(seeded):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), PYTHONIOENCODING="utf-8:strict")
-    done = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--producer", "kit_wrong:raises_a_lone_surrogate"],
+    done = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--producer", "kit_wrong:raises_a_lone_surrogate",
+                           *clause_options(FEW)],
                           capture_output=True, text=True, env=env, timeout=600, errors="backslashreplace")
     assert done.returncode == 1, done.stderr
     assert "raised ValueError: bad \\udc80 byte" in done.stdout
@@ -192,9 +201,9 @@ def test_helpers_forked_at_import_neither_hold_the_verdict_nor_outlive_it(tmp_pa
     (tmp_path / "kit_forks.py").write_text(FORKS_AT_IMPORT)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("HELPER_PID", str(tmp_path / "helpers"))
-    results = check("producer", "kit_forks:crashes", timeout=600)  # a helper holding the pipe would cost 600 s
+    results = check("producer", "kit_forks:crashes", timeout=600, only=FEW)  # a helper holding the pipe would cost 600 s
     assert results[0].verdict == FAIL and results[0].observed.startswith("crashed: signal 11")
-    assert [r for r in check("producer", "kit_forks:works") if r.verdict == FAIL] == []
+    assert [r for r in check("producer", "kit_forks:works", only=FEW) if r.verdict == FAIL] == []
     helpers = [int(pid) for pid in (tmp_path / "helpers").read_text().split()]
     assert len(helpers) > 2 and all(gone(pid) for pid in helpers)
 
@@ -247,7 +256,7 @@ def test_sigterm_ends_the_children_too(seeded, tmp_path):
 
 @pytest.mark.supervision
 def test_a_hang_fails_the_clause_after_its_timeout(seeded):
-    results = check("producer", "kit_wrong:hangs", timeout=2)
+    results = check("producer", "kit_wrong:hangs", timeout=2, only=FEW)
     assert results[0].verdict == PASS
     assert (results[1].verdict, results[1].observed) == (FAIL, "timed out after 2 s")
     assert [r for r in results[2:] if r.verdict == FAIL] == []  # a new child went on from the clause after it
@@ -255,9 +264,9 @@ def test_a_hang_fails_the_clause_after_its_timeout(seeded):
 
 @pytest.mark.supervision
 def test_an_exit_fails_the_clause(seeded):
-    results = check("producer", "kit_wrong:exits")
-    gpu = {c.id for c in clauses("producer") if c.tier == "gpu"}  # not applicable here before the factory is called
-    assert {(r.verdict, r.observed) for r in results if r.clause not in gpu} == {(FAIL, "crashed: exit status 3")}
+    results = check("producer", "kit_wrong:exits", only=FEW)
+    assert {(r.verdict, r.observed) for r in results} == {(FAIL, "crashed: exit status 3")}
+    assert [r.clause for r in results] == FEW
 
 
 @pytest.mark.supervision
@@ -288,6 +297,42 @@ def test_check_refuses_an_unknown_side():
         check("both", DLBRIDGE)
 
 
+def test_only_the_clauses_named_run_in_the_reports_order():
+    from dlbridge.testing.libraries import dlbridge_array
+    assert [r.clause for r in check("producer", DLBRIDGE, only=[FEW[2], FEW[0]])] == [FEW[0], FEW[2]]
+    assert [r.clause for r in check("producer", DLBRIDGE, only=FEW[1])] == [FEW[1]]  # one id
+    assert [r.clause for r in dlbridge.testing.check_producer(dlbridge_array, only=(FEW[3],))] == [FEW[3]]
+    done = run("-m", "dlbridge", "check", "--producer", DLBRIDGE, "--json", *clause_options([FEW[1], FEW[0]]))
+    assert done.returncode == 0, done.stderr
+    [subject] = json.loads(done.stdout)["subjects"]
+    assert [r["clause"] for r in subject["results"]] == FEW[:2]
+
+
+def test_a_clause_that_is_not_one_is_refused():
+    from dlbridge.testing.libraries import dlbridge_array
+    said = ("no producer clause 'producer.no_such_clause' (python -m dlbridge check's report and "
+            "dlbridge.testing.clauses('producer') name each clause by its id)")
+    with pytest.raises(ValueError) as error:
+        check("producer", DLBRIDGE, only=[FEW[0], "producer.no_such_clause"])
+    assert str(error.value) == said
+    with pytest.raises(ValueError) as error:  # a consumer's clause is no producer's
+        dlbridge.testing.check_producer(dlbridge_array, only=[clauses("consumer")[0].id])
+    assert str(error.value).startswith(f"no producer clause {clauses('consumer')[0].id!r}")
+    for only, name in ((5, "int"), ([["producer.methods"]], "list")):
+        with pytest.raises(TypeError) as error:
+            check("producer", DLBRIDGE, only=only)
+        assert str(error.value) == f"only: expected a clause id or an iterable of clause ids (str), got {name}"
+    done = run("-m", "dlbridge", "check", "--producer", DLBRIDGE, "--clause", "producer.no_such_clause")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith("python -m dlbridge check: error: argument --clause: no clause "
+                                "'producer.no_such_clause' (the report names each clause by its id)\n")
+    done = run("-m", "dlbridge", "check", "--producer", DLBRIDGE, "--consumer", "dlbridge.testing.libraries:"
+               "dlbridge_from_dlpack", "--clause", FEW[0])
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith("python -m dlbridge check: error: argument --clause: no consumer clause named, "
+                                "and a --consumer is checked\n")
+
+
 def test_the_report_names_each_clause_its_verdict_observation_and_sentence():
     done = run("-m", "dlbridge", "check", "--producer", DLBRIDGE)
     assert done.returncode == 0, done.stderr
@@ -301,7 +346,7 @@ def test_the_report_names_each_clause_its_verdict_observation_and_sentence():
 
 @pytest.mark.supervision
 def test_json_and_the_exit_status_of_a_failure(seeded):
-    done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes", "--json")
+    done = run("-m", "dlbridge", "check", "--producer", "kit_wrong:crashes", "--json", *clause_options(FEW))
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert report["kit"] == f"dlbridge {dlbridge.__version__}"
@@ -309,7 +354,7 @@ def test_json_and_the_exit_status_of_a_failure(seeded):
     assert (subject["side"], subject["spec"]) == ("producer", "kit_wrong:crashes")
     assert set(subject["results"][0]) == {"clause", "verdict", "observed", "title", "source", "cites"}
     assert subject["summary"][FAIL] >= 1
-    assert sum(subject["summary"].values()) == len(clauses("producer"))
+    assert sum(subject["summary"].values()) == len(FEW)
 
 
 def test_check_needs_a_subject():
