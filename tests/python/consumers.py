@@ -1,15 +1,15 @@
 """Consumer packages built against the INSTALLED dlbridge, as their authors
-build them (pip, no build isolation): the Cython example, the template, the
-kernels package, the nanobind and pybind11 bindings (conftest.py's session
-fixtures).
+build them (pip, no build isolation; at -O0: build_options): the Cython
+example, the template, the kernels package, the nanobind and pybind11
+bindings (conftest.py's session fixtures).
 
 Each is built once per run: into a folder named by a digest of what the
 build depends on (its sources, the dlbridge installed, the interpreter, the
 tools' versions, the sanitizer), under $DLBRIDGE_TEST_BUILDS (tests/run sets
-it anew for each run, so the floor stage reuses the python stage's builds and
-asan-python makes sanitized ones), else under pytest's temporary folder of
-the run, which its workers share. A lock lets one worker build while the
-other waits for it."""
+it anew for each run, so the pytest stages on the release build share their
+builds and asan-python makes sanitized ones), else under pytest's temporary
+folder of the run, which its workers share. A lock lets one worker build
+while the other waits for it."""
 import contextlib
 import fcntl
 import gc

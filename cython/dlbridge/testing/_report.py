@@ -76,7 +76,8 @@ def _only(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str
     unknown = [i for i in args.clause if i not in side_of]
     if unknown:
         parser.error(f"argument --clause: no clause {unknown[0]!r} (the report names each clause by its id)")
-    only = {side: [i for i in args.clause if side_of[i] == side] for side in ("producer", "consumer")}
+    only: dict[str, list[str] | None] = {side: [i for i in args.clause if side_of[i] == side]
+                                         for side in ("producer", "consumer")}
     for side, specs in (("producer", args.producer), ("consumer", args.consumer)):
         if specs and not only[side]:
             parser.error(f"argument --clause: no {side} clause named, and a --{side} is checked")
