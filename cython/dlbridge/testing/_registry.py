@@ -32,10 +32,11 @@ def selected(side: str, only: str | Iterable[str] | None = None) -> list[Clause]
     if only is None:
         return order
     try:
-        wanted = {only} if isinstance(only, str) else set(only)
+        wanted = {only} if isinstance(only, str) else set(only)  # read once
     except TypeError:  # not iterable, or holding what no id is
-        raise TypeError(f"only: expected a clause id or an iterable of clause ids (str), got {type(only).__name__}"
-                        ) from None
+        wanted = None
+    if wanted is None or not all(isinstance(i, str) for i in wanted):
+        raise TypeError(f"only: expected a clause id or an iterable of clause ids (str), got {type(only).__name__}")
     unknown = sorted(str(i) for i in wanted - {c.id for c in order})
     if unknown:
         raise ValueError(f"no {side} clause {unknown[0]!r} (python -m dlbridge check's report and "

@@ -3,9 +3,10 @@ crashes, exits, hangs or forks on a clause fails that clause and not the run.
 
 ``python -m dlbridge.testing._child FD CONFIG SIDE SPEC IDS`` loads SPEC
 (``MODULE:NAME``), runs the clauses of SIDE that IDS names (comma-separated,
-in order: those of the run not yet done), and sends its events on the channel of dlbridge._child_process: ``start``
-with a clause's id before the clause, ``result`` after it, ``done`` when no
-clause is left, ``error`` when SPEC cannot be loaded. A clause's verdict is
+in order: those of the run not yet done), and sends its events on the
+channel of dlbridge._child_process: ``start`` with a clause's id before the
+clause, ``result`` after it, ``done`` when no clause is left, ``error`` when
+SPEC cannot be loaded. A clause's verdict is
 taken only from the child the kit started, and a child that ends before
 ``done``, or with a non-zero status, fails the clause in flight (the next
 one, between clauses; the last one, after it), with the end of what it

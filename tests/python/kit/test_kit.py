@@ -318,7 +318,7 @@ def test_a_clause_that_is_not_one_is_refused():
     with pytest.raises(ValueError) as error:  # a consumer's clause is no producer's
         dlbridge.testing.check_producer(dlbridge_array, only=[clauses("consumer")[0].id])
     assert str(error.value).startswith(f"no producer clause {clauses('consumer')[0].id!r}")
-    for only, name in ((5, "int"), ([["producer.methods"]], "list")):
+    for only, name in ((5, "int"), ([["producer.methods"]], "list"), ((FEW[0], 5), "tuple")):
         with pytest.raises(TypeError) as error:
             check("producer", DLBRIDGE, only=only)
         assert str(error.value) == f"only: expected a clause id or an iterable of clause ids (str), got {name}"
