@@ -281,15 +281,19 @@ def _key() -> str:
     return h.hexdigest()[:16]
 
 
-def build() -> tuple[pathlib.Path | None, str]:
-    """(folder holding the three modules, "") or (None, why they could not be built)."""
+def build(quick: bool = False) -> tuple[pathlib.Path | None, str]:
+    """(folder holding the three modules, "") or (None, why they could not be
+    built). --quick's smoke pass builds them at -O0, in a folder of its own:
+    its figures are no results, and the release build's compile time is most
+    of the pass."""
     if not os.path.isdir(dlbridge.get_include()):
         return None, "dlbridge is not an installed wheel (no headers): pip install ."
-    folder = CACHE / f"arguments-{_key()}"
+    folder = CACHE / f"arguments-{'quick-' if quick else ''}{_key()}"
     if (folder / "built").is_file():
         return folder, ""
     shutil.rmtree(folder, ignore_errors=True)  # a build that stopped half way
-    for step in (["meson", "setup", str(folder), str(SOURCE), f"-Dpython={sys.executable}"],
+    options = ["-Doptimization=0"] if quick else []
+    for step in (["meson", "setup", str(folder), str(SOURCE), f"-Dpython={sys.executable}", *options],
                  ["meson", "compile", "-C", str(folder)]):
         result = subprocess.run(step, capture_output=True, text=True)
         if result.returncode != 0:
@@ -370,7 +374,7 @@ def _callgrind_note(counts, route: str, peer: str, input_: str) -> str:
 
 
 def rows(quick: bool = False, callgrind: bool = True) -> list[Row]:
-    folder, why = build()
+    folder, why = build(quick)
     if folder is None:
         goals = {goal_name(i, p): g for i, p, g in GOALS} | {
             converter_goal_name(i, r): g for i in INPUTS for r, g in CONVERTER_GOALS} | {glue_name(): -1} | {

@@ -17,12 +17,16 @@ import subprocess
 import sys
 import tempfile
 
+# doctest's header without its runner (DOCTEST_CONFIG_DISABLE), which the
+# test compiles: the probe only asks whether both headers compile and link
+# with this standard library.
 PROBE = """#include <mdspan>
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#define DOCTEST_CONFIG_DISABLE
 #include <doctest/doctest.h>
 #if !defined(__cpp_lib_mdspan)
 #error no mdspan
 #endif
+int main() {}
 """
 
 
