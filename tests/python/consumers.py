@@ -46,8 +46,8 @@ def build_options(*cpp_args: str) -> list[str]:
     """Meson's options for a consumer package the tests build: -O0, as what
     these packages cost is their compile time, which optimization lengthens,
     and their small kernels run briefly (dlbridge's headers built as released
-    run in dlbridge's own modules and in the benchmarks' smoke pass,
-    benchmarks/arguments); in tests/run's asan-python stage
+    run in dlbridge's own modules and in the copy engine's benchmark,
+    benchmarks/copy_engine.py); in tests/run's asan-python stage
     (DLBRIDGE_TEST_SANITIZE names the sanitizers) sanitized too, every report
     aborting, with `cpp_args` (docs/hardening.md)."""
     options = ["-Doptimization=0"]
