@@ -284,8 +284,7 @@ def _key() -> str:
 def build(quick: bool = False) -> tuple[pathlib.Path | None, str]:
     """(folder holding the three modules, "") or (None, why they could not be
     built). --quick's smoke pass builds them at -O0, in a folder of its own:
-    its figures are no results, and the release build's compile time is most
-    of the pass."""
+    its figures are no results, and optimizing is a large part of its work."""
     if not os.path.isdir(dlbridge.get_include()):
         return None, "dlbridge is not an installed wheel (no headers): pip install ."
     folder = CACHE / f"arguments-{'quick-' if quick else ''}{_key()}"
