@@ -31,9 +31,10 @@ TEST_CASE("tiles: 2-d transposes of every element size, remainders included") {
 }
 
 TEST_CASE("tiles: 2-d transposes with and without streaming stores and AVX2, aligned or not") {
-  // Whole tiles and remainders of every tile shape; streaming stores only
-  // where destination rows are 16-byte aligned.
-  const vec shapes[] = {{8, 8}, {64, 128}, {37, 45}, {130, 70}, {16, 300}, {300, 16}};
+  // Whole tiles and remainders of every tile shape (with AVX2 from the
+  // caches, blocks 32 to 63 and 16 to 31 columns wide take narrower tiles);
+  // streaming stores only where destination rows are 16-byte aligned.
+  const vec shapes[] = {{8, 8}, {64, 128}, {37, 45}, {130, 70}, {16, 300}, {300, 16}, {70, 32}, {33, 20}, {40, 48}};
   for (const bool streaming : {false, true}) {
     for (const bool avx2 : {false, dlb::detail::has_avx2()}) {
       for (std::size_t itemsize : {1, 2, 4, 8, 16}) {

@@ -58,7 +58,8 @@ inline constexpr std::uint64_t trusted_cache_bytes = std::uint64_t(32) << 20;
 // (benchmarks/copy_engine.py, its "transpose" rows):
 // - from the caches, 32 x 32 (16 x 16 for 16-byte elements), and 32 x 64
 //   with 32-byte vectors (a tile of 8 or 16 KiB): long runs on both sides,
-//   fetched two tiles ahead;
+//   fetched two tiles ahead; with 32-byte vectors, blocks narrower than 64
+//   take tiles as wide as they are (32 or 16 columns, see tiles_for);
 // - from memory (copies that use streaming stores), one cache line of each
 //   source row by two of each destination row, fetched four tiles ahead:
 //   many short source runs at once hide the memory's latency, where larger
@@ -69,7 +70,8 @@ struct tile_shape {
 template <std::size_t Size>
 inline constexpr tile_shape cached_tile{std::min<std::int64_t>(32, 256 / std::int64_t(Size)),
                                         std::min<std::int64_t>(32, 256 / std::int64_t(Size)), 2};
-inline constexpr tile_shape cached_tile_avx2{32, 64, 2};
+template <std::int64_t Cols = 64>
+inline constexpr tile_shape cached_tile_avx2{32, Cols, 2};
 template <std::size_t Size>
 inline constexpr tile_shape streaming_tile{std::max<std::int64_t>(1, cache_line / std::int64_t(Size)),
                                            2 * cache_line / std::int64_t(Size), 4};
@@ -188,15 +190,19 @@ struct copy_settings {
 };
 
 // The tile loop for blocks `cols` elements of Size bytes wide under `how`.
-// Blocks narrower than an AVX2 tile from the caches take the 16-byte one
-// (measured: 32 x 64 tiles of 16-element blocks run at half the speed; the
-// 2 MiB 4-d rows of `python benchmarks/run.py --only copies`).
+// From the caches with AVX2, a block narrower than the 64-column tile takes
+// the widest of 32 and 16 columns that it fills: a tile wider than its block
+// copies through the partial-tile path, element by element (measured: the
+// 2 MiB 4-d rows of `python benchmarks/run.py --only copies`, a batch of
+// transposes 32 or 16 columns wide, ran slower than in tiles of their width).
 template <std::size_t Size>
 [[nodiscard]] auto tiles_for(const copy_settings& how, std::int64_t cols) {
 #if defined(DLB_AVX2)
   if constexpr (block_edge<Size> > 1) {
     if (how.avx2 && how.streaming) return copy_tiles_avx2<Size, streaming_tile<Size>>;
-    if (how.avx2 && cols >= cached_tile_avx2.cols) return copy_tiles_avx2<Size, cached_tile_avx2>;
+    if (how.avx2 && cols >= 64) return copy_tiles_avx2<Size, cached_tile_avx2<64>>;
+    if (how.avx2 && cols >= 32) return copy_tiles_avx2<Size, cached_tile_avx2<32>>;
+    if (how.avx2 && cols >= 16) return copy_tiles_avx2<Size, cached_tile_avx2<16>>;
   }
 #else
   (void)cols;
