@@ -70,7 +70,7 @@ struct tile_shape {
 template <std::size_t Size>
 inline constexpr tile_shape cached_tile{std::min<std::int64_t>(32, 256 / std::int64_t(Size)),
                                         std::min<std::int64_t>(32, 256 / std::int64_t(Size)), 2};
-template <std::int64_t Cols = 64>
+template <std::int64_t Cols>
 inline constexpr tile_shape cached_tile_avx2{32, Cols, 2};
 template <std::size_t Size>
 inline constexpr tile_shape streaming_tile{std::max<std::int64_t>(1, cache_line / std::int64_t(Size)),
