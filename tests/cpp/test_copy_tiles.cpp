@@ -86,3 +86,25 @@ TEST_CASE("tiles: the machine's caches and the streaming threshold") {
   CHECK(dlb::detail::uses_streaming_stores(std::int64_t(128 * mib)));
   CHECK(dlb::detail::settings_for(std::int64_t(128 * mib)).streaming);
 }
+
+#if defined(DLB_AVX2)
+// The tile loop each block takes (chosen, not run: no AVX2 CPU needed). From
+// the caches with AVX2, a block narrower than the 64-column tile takes the
+// widest of 32 and 16 columns it fills, so that its whole tiles transpose in
+// vectors instead of the partial-tile path; narrower blocks the 16-byte tile.
+TEST_CASE("tiles: the tile loop for each block width, setting and element size") {
+  using namespace dlb::detail;
+  // (Compared in parentheses: doctest cannot print a function pointer.)
+  const copy_settings cached_avx2{1, false, true}, streaming_avx2{1, true, true}, plain{1, false, false};
+  CHECK((tiles_for<4>(cached_avx2, 3000) == &copy_tiles_avx2<4, cached_tile_avx2<64>>));
+  CHECK((tiles_for<4>(cached_avx2, 64) == &copy_tiles_avx2<4, cached_tile_avx2<64>>));
+  CHECK((tiles_for<4>(cached_avx2, 63) == &copy_tiles_avx2<4, cached_tile_avx2<32>>));
+  CHECK((tiles_for<4>(cached_avx2, 32) == &copy_tiles_avx2<4, cached_tile_avx2<32>>));
+  CHECK((tiles_for<4>(cached_avx2, 31) == &copy_tiles_avx2<4, cached_tile_avx2<16>>));
+  CHECK((tiles_for<8>(cached_avx2, 16) == &copy_tiles_avx2<8, cached_tile_avx2<16>>));
+  CHECK((tiles_for<8>(cached_avx2, 15) == &copy_tiles<8, cached_tile<8>>));
+  CHECK((tiles_for<8>(streaming_avx2, 16) == &copy_tiles_avx2<8, streaming_tile<8>>));
+  CHECK((tiles_for<4>(plain, 64) == &copy_tiles<4, cached_tile<4>>));
+  CHECK((tiles_for<2>(cached_avx2, 64) == &copy_tiles<2, cached_tile<2>>));  // no vector blocks for 2-byte elements
+}
+#endif
