@@ -4,8 +4,8 @@
 #include "copy_reference.hpp"
 
 // The tiled path: a transpose or permutation of arrays at least 8 elements
-// wide both ways, in tiles of up to 32 x 32 elements (fewer for wide
-// elements), with 16-byte vector blocks for 4- and 8-byte elements; extents
+// wide both ways, in tiles of up to 32 x 32 elements (32 x 64 with AVX2;
+// fewer for wide elements), with vector blocks for 4- and 8-byte elements; extents
 // that are not multiples of the tile or the block leave remainders.
 TEST_CASE("tiles: 2-d transposes of every element size, remainders included") {
   const vec shapes[] = {{8, 8}, {37, 45}, {45, 37}, {64, 33}, {100, 70}, {9, 300}, {300, 9}, {130, 8}, {8, 130}};
