@@ -1092,7 +1092,7 @@ MISUSES = {
 }
 
 
-def _syntax_check(tmp_path, body):
+def _syntax_check(tmp_path, body, flags=("-fsyntax-only",)):
     """The compiler's stderr and exit status on `body` in a function, with
     dlbridge's visit.hpp and Python's headers."""
     import shutil
@@ -1102,7 +1102,7 @@ def _syntax_check(tmp_path, body):
         pytest.skip("needs a C++ compiler and an installed dlbridge (its headers)")
     source = tmp_path / "misuse.cpp"
     source.write_text("#include <dlbridge/python/visit.hpp>\nvoid f() {\n  " + body + "\n}\n")
-    result = subprocess.run([compiler, "-std=c++20", "-fsyntax-only", "-I", dlbridge.get_include(),
+    result = subprocess.run([compiler, "-std=c++20", *flags, "-I", dlbridge.get_include(),
                              "-I", sysconfig.get_paths()["include"], str(source)], capture_output=True, text=True)
     return result.returncode, result.stderr
 
@@ -1129,4 +1129,21 @@ def test_array_argument_misuse_control_compiles(tmp_path):
         "  (void)dlb::cython::visit_new(nullptr, nullptr, nullptr, dlb::python::copy_if_needed, "
         "+[](dlb::view<const float, dlb::ndim<1>, dlb::cpu>, dlb::view<double, dlb::shape<dlb::any_extent>, "
         "dlb::c_contig, dlb::cpu>, int) {}, 2);"))
+    assert returncode == 0, stderr[-3000:]
+
+
+@pytest.mark.no_sanitized_code
+@pytest.mark.any_python
+def test_several_views_compile_without_warnings(tmp_path):
+    # The Cython pattern (holds, then get of the other view) optimized as a
+    # release build does: GCC 12 at -O3 once warned (-Warray-bounds) inside
+    # dtype(), in every extension that used it.
+    returncode, stderr = _syntax_check(tmp_path, (
+        "using f32 = dlb::view<const float, dlb::ndim<2>>;\n"
+        "  using f64 = dlb::view<const double, dlb::ndim<2>>;\n"
+        "  dlb::python::array_argument<f32, f64> a(nullptr, \"f\", \"x\");\n"
+        "  volatile const void* p = a.holds<f64>() ? static_cast<const void*>(a.get<f64>().data())\n"
+        "                                          : static_cast<const void*>(a.get<f32>().data());\n"
+        "  volatile int code = a.dtype().code + int(a.index());\n"
+        "  (void)p; (void)code;"), flags=("-c", "-O3", "-Wall", "-Wextra", "-Werror", "-o", os.devnull))
     assert returncode == 0, stderr[-3000:]
