@@ -17,6 +17,7 @@ import hashlib
 import importlib.metadata
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,19 @@ import dlbridge
 # A source tree (an editable install, or the build folder on PYTHONPATH) has
 # no headers beside the package.
 INSTALLED = os.path.isdir(dlbridge.get_include())
+
+
+def clang_with_modules() -> str | None:
+    """A clang++ that can build the dlbridge module (>= 17), or None."""
+    for name in (os.environ.get("CXX", ""), "clang++-19", "clang++-18", "clang++-17", "clang++"):
+        path = shutil.which(name) if name else None
+        if not path:
+            continue
+        version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+        m = re.search(r"clang version (\d+)", version)
+        if m and int(m.group(1)) >= 17:
+            return path
+    return None
 
 
 def skip_unless_installed(what: str) -> None:

@@ -112,7 +112,7 @@ class array_argument {
   template <class V>
   static constexpr std::size_t index_of = [] {
     std::size_t i = 0;
-    ((std::is_same_v<V, Views> ? false : (++i, true)) && ...);
+    (void)((std::is_same_v<V, Views> ? false : (++i, true)) && ...);
     return i;
   }();
 

@@ -21,6 +21,7 @@ import sys
 import pytest
 
 import dlbridge
+from consumers import clang_with_modules
 from paths import DOCS, DOWNSTREAM
 
 EXAMPLE = DOWNSTREAM / "cpp"
@@ -182,19 +183,6 @@ def test_plain_compiler_command(tmp_path, flags_from):
     program = tmp_path / "example"
     run([CXX, "-std=c++20", *shlex.split(flags), str(EXAMPLE / "main.cpp"), "-o", str(program)])
     check_program(program)
-
-
-def clang_with_modules():
-    """A clang++ that can build the dlbridge module (>= 17), or None."""
-    for name in (os.environ.get("CXX", ""), "clang++-19", "clang++-18", "clang++-17", "clang++"):
-        path = shutil.which(name) if name else None
-        if not path:
-            continue
-        version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
-        m = re.search(r"clang version (\d+)", version)
-        if m and int(m.group(1)) >= 17:
-            return path
-    return None
 
 
 @pytest.mark.skipif(clang_with_modules() is None, reason="needs clang >= 17 (tests/run installs clang-19)")
