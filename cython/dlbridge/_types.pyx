@@ -197,13 +197,17 @@ cpdef DType as_dtype(object spec):
         found = _dtype_names.get(text[6:])
         if found is not None:
             return <DType>found
-    elif hasattr(spec, "kind") and hasattr(spec, "itemsize") and hasattr(spec, "byteorder"):
-        # A NumPy dtype (ml_dtypes types included), read without importing NumPy.
-        if spec.byteorder == ">" and spec.itemsize > 1:
-            raise TypeError(f"dtype {spec!r} has non-native (big-endian) byte order")
-        found = _dtype_names.get(spec.name)
-        if found is not None:
-            return <DType>found
+    elif hasattr(spec, "kind"):
+        # A NumPy dtype (ml_dtypes types included), read without importing
+        # NumPy: each attribute once, and only an exact str or int counts.
+        byteorder, itemsize = getattr(spec, "byteorder", None), getattr(spec, "itemsize", None)
+        name = getattr(spec, "name", None)
+        if type(byteorder) is str and type(itemsize) is int and type(name) is str:
+            if byteorder == ">" and itemsize > 1:
+                raise TypeError(f"dtype {spec!r} has non-native (big-endian) byte order")
+            found = _dtype_names.get(name)
+            if found is not None:
+                return <DType>found
     raise TypeError(f"cannot interpret {spec!r} (of type {type(spec).__name__}) as a dlbridge dtype")
 
 

@@ -260,6 +260,39 @@ def test_dtype_bad_spec_raises_type_error_naming_it(spec, mention, refusal):
     assert mention in str(info.value)
 
 
+class _DtypeLike:
+    """Something with NumPy dtype's attributes, of the types given."""
+    kind = "f"
+
+    def __init__(self, name="float32", byteorder="=", itemsize=4):
+        self.name, self.byteorder, self.itemsize = name, byteorder, itemsize
+
+    def __repr__(self):
+        return f"_DtypeLike({self.name!r}, {self.byteorder!r}, {self.itemsize!r})"
+
+
+@pytest.mark.parametrize("spec", [
+    _DtypeLike(name=["float32"]), _DtypeLike(name=b"float32"), _DtypeLike(itemsize="4", byteorder=">"),
+    _DtypeLike(itemsize=4.0), _DtypeLike(byteorder=b">"), _DtypeLike(name=None)], ids=repr)
+def test_dtype_like_object_of_other_types_is_not_interpreted(spec):
+    # A NumPy dtype look-alike whose attributes are not a str and an int:
+    # refused as any spec dlbridge cannot interpret (not an error about
+    # hashing or comparing them).
+    with pytest.raises(TypeError, match=exactly(cannot_interpret(spec))):
+        DType(spec)
+
+
+def test_dtype_like_object_is_read_once():
+    class Counting(_DtypeLike):
+        reads = 0
+
+        def __getattribute__(self, attr):
+            if attr in ("name", "byteorder", "itemsize"):
+                type(self).reads += 1
+            return object.__getattribute__(self, attr)
+    assert DType(Counting()) == "float32" and Counting.reads == 3
+
+
 def test_dtype_object_named_in_error():
     thing = object()
     with pytest.raises(TypeError, match="object"):
