@@ -113,14 +113,14 @@ namespace detail {
   const std::int32_t last = t.ndim - 1;
   if (t.strides && !is_empty(shape)) {
     const extents_t strides(t.strides, std::size_t(t.ndim));
-    if (t.ndim > 0 && shape[last] > 1 && strides[last] != 1)
+    if (t.ndim > 0 && shape[std::size_t(last)] > 1 && strides[std::size_t(last)] != 1)
       return import_error{"strides", last, "stride 1 on the last axis of float4 pairs (float4_e2m1fn_x2, lanes 2)",
-                          "stride " + std::to_string(strides[last])};
+                          "stride " + std::to_string(strides[std::size_t(last)])};
     if (!is_c_contiguous(shape, strides)) return packed_not_contiguous();
   }
   // Doubling the last extent doubles the bytes' stride volume (which fits),
   // unless that extent is 0; it bounds the element count and every stride.
-  const std::int64_t growth = t.ndim > 0 && shape[last] == 0 ? 1 : 2;
+  const std::int64_t growth = t.ndim > 0 && shape[std::size_t(last)] == 0 ? 1 : 2;
   if (*stride_volume(shape) > INT64_MAX / growth)
     return import_error{"shape", -1, "C-order strides that fit in int64 with the last extent doubled (float4 pairs)",
                         "extents " + describe(shape)};
@@ -161,7 +161,7 @@ namespace detail {
     switch (error->defect) {
       case shape_defect::too_many_axes: break;  // ndim was checked above
       case shape_defect::negative_extent:
-        return import_error{"shape", error->axis, "extent >= 0", "extent " + to_string(shape[error->axis])};
+        return import_error{"shape", error->axis, "extent >= 0", "extent " + to_string(shape[std::size_t(error->axis)])};
       case shape_defect::size_overflow:
         return import_error{"shape", -1, "a byte size that fits in int64", "an overflowing element count"};
       case shape_defect::strides_overflow:

@@ -185,6 +185,20 @@ def test_plain_compiler_command(tmp_path, flags_from):
     check_program(program)
 
 
+# What strict projects build with, -Werror included: dlbridge's headers are
+# included with -I (as --cflags gives them), so any warning in them is the
+# author's. (clang's -Wconversion holds -Wsign-conversion; GCC's does not.)
+STRICT_WARNINGS = ["-Wall", "-Wextra", "-Wconversion", "-Wsign-conversion", "-Wshadow", "-Wpedantic", "-Werror"]
+
+
+@pytest.mark.parametrize("compiler", ["c++", "clang++"])
+def test_example_compiles_without_warnings(compiler):
+    if compiler == "clang++":
+        compiler = clang_with_modules() or pytest.skip("needs clang >= 17 (tests/run installs clang-19)")
+    flags = shlex.split(run([sys.executable, "-m", "dlbridge", "--cflags"]))
+    run([compiler, "-std=c++20", "-O2", *STRICT_WARNINGS, *flags, "-c", str(EXAMPLE / "main.cpp"), "-o", os.devnull])
+
+
 @pytest.mark.skipif(clang_with_modules() is None, reason="needs clang >= 17 (tests/run installs clang-19)")
 def test_import_dlbridge_with_compiler_commands(tmp_path):
     # The guide's commands: a BMI and initializer object from the shipped

@@ -1136,14 +1136,14 @@ def test_array_argument_misuse_control_compiles(tmp_path):
 @pytest.mark.any_python
 @pytest.mark.parametrize("compiler", ["c++", "clang++"])
 def test_several_views_compile_without_warnings(compiler, tmp_path):
-    # An extension's own build at -O3 with -Wall -Wextra sees no warning of
+    # An extension's own build at -O3 with strict warnings sees none of
     # dlbridge's: the Cython pattern (holds, then get of the other view) once
-    # had GCC 12 warn (-Warray-bounds) inside dtype(), and clang warned
-    # (-Wunused-value) at every several-view argument.
+    # had GCC 12 warn (-Warray-bounds) inside dtype(), clang warned
+    # (-Wunused-value) at every several-view argument, and both
+    # (-Wsign-conversion) in the validation of every tensor. (Not
+    # -Wpedantic or -Wold-style-cast: Python's own headers and macros warn.)
     if compiler == "clang++":
-        compiler = clang_with_modules()
-        if compiler is None:
-            pytest.skip("needs clang >= 17 (tests/run installs clang-19)")
+        compiler = clang_with_modules() or pytest.skip("needs clang >= 17 (tests/run installs clang-19)")
     returncode, stderr = _syntax_check(tmp_path, (
         "using f32 = dlb::view<const float, dlb::ndim<2>>;\n"
         "  using f64 = dlb::view<const double, dlb::ndim<2>>;\n"
@@ -1151,6 +1151,8 @@ def test_several_views_compile_without_warnings(compiler, tmp_path):
         "  volatile const void* p = a.holds<f64>() ? static_cast<const void*>(a.get<f64>().data())\n"
         "                                          : static_cast<const void*>(a.get<f32>().data());\n"
         "  volatile int code = a.dtype().code + int(a.index());\n"
-        "  (void)p; (void)code;"), flags=("-c", "-O3", "-Wall", "-Wextra", "-Werror", "-o", os.devnull),
+        "  (void)p; (void)code;"),
+        flags=("-c", "-O3", "-Wall", "-Wextra", "-Wconversion", "-Wsign-conversion", "-Wshadow", "-Werror",
+               "-o", os.devnull),
         compiler=compiler)
     assert returncode == 0, stderr[-3000:]

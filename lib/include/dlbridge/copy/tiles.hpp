@@ -131,7 +131,7 @@ void copy_tiles(const strided_block& b, bool streaming) {
   // sets of the L1 cache, too few to hold them: lines would be evicted between
   // the accesses to their parts. So a tile is transposed into this contiguous
   // buffer, then each destination row is written in one go.
-  alignas(64) std::byte staging[Tile.rows * row_bytes];
+  alignas(64) std::byte staging[std::size_t(Tile.rows * row_bytes)];
   const bool staged = dst_col == size;
   streaming = streaming && staged && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 && dst_row % 16 == 0;
   const bool prefetch = src_row == size;  // only runs are worth it

@@ -25,10 +25,10 @@ void for_each_outer(const strided_plan& p, std::int32_t outer, F&& f) {
     for (; axis >= 0; --axis) {
       dst += p.dst[axis];
       src += p.src[axis];
-      if (++index[axis] < p.extent[axis]) break;
+      if (++index[std::size_t(axis)] < p.extent[axis]) break;
       dst -= p.dst[axis] * p.extent[axis];
       src -= p.src[axis] * p.extent[axis];
-      index[axis] = 0;
+      index[std::size_t(axis)] = 0;
     }
     if (axis < 0) return;
   }
