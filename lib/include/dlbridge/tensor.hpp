@@ -307,7 +307,9 @@ class tensor {
   void make_readonly() noexcept { readonly_ = true; }
   // Sizes were checked when the tensor was made, so these cannot overflow.
   [[nodiscard]] std::int64_t size() const noexcept { return *element_count(shape()); }
-  [[nodiscard]] std::int64_t nbytes() const noexcept { return std::int64_t(dtype_.storage_bytes(std::uint64_t(size()))); }
+  [[nodiscard]] std::int64_t nbytes() const noexcept {
+    return std::int64_t(dtype_.storage_bytes(std::uint64_t(size())));
+  }
   [[nodiscard]] bool is_c_contiguous() const noexcept { return dlb::is_c_contiguous(shape(), strides()); }
   [[nodiscard]] bool is_f_contiguous() const noexcept { return dlb::is_f_contiguous(shape(), strides()); }
   // References to the memory (this tensor, its views and exports).

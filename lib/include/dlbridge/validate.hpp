@@ -161,7 +161,8 @@ namespace detail {
     switch (error->defect) {
       case shape_defect::too_many_axes: break;  // ndim was checked above
       case shape_defect::negative_extent:
-        return import_error{"shape", error->axis, "extent >= 0", "extent " + to_string(shape[std::size_t(error->axis)])};
+        return import_error{"shape", error->axis, "extent >= 0",
+                            "extent " + to_string(shape[std::size_t(error->axis)])};
       case shape_defect::size_overflow:
         return import_error{"shape", -1, "a byte size that fits in int64", "an overflowing element count"};
       case shape_defect::strides_overflow:
