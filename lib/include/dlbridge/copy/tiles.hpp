@@ -199,10 +199,12 @@ template <std::size_t Size>
 [[nodiscard]] auto tiles_for(const copy_settings& how, std::int64_t cols) {
 #if defined(DLB_AVX2)
   if constexpr (block_edge<Size> > 1) {
-    if (how.avx2 && how.streaming) return copy_tiles_avx2<Size, streaming_tile<Size>>;
-    if (how.avx2 && cols >= 64) return copy_tiles_avx2<Size, cached_tile_avx2<64>>;
-    if (how.avx2 && cols >= 32) return copy_tiles_avx2<Size, cached_tile_avx2<32>>;
-    if (how.avx2 && cols >= 16) return copy_tiles_avx2<Size, cached_tile_avx2<16>>;
+    if (how.avx2) {
+      if (how.streaming) return copy_tiles_avx2<Size, streaming_tile<Size>>;
+      if (cols >= 64) return copy_tiles_avx2<Size, cached_tile_avx2<64>>;
+      if (cols >= 32) return copy_tiles_avx2<Size, cached_tile_avx2<32>>;
+      if (cols >= 16) return copy_tiles_avx2<Size, cached_tile_avx2<16>>;
+    }
   }
 #else
   (void)cols;
