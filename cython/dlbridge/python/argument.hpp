@@ -64,24 +64,33 @@ namespace dlb::python {
   return argument_label(function, name) + ": " + error.mismatch();
 }
 
-// That of an argument whose dtype is none of `expected`: "expected float32 or
-// float64, got int32".
+// The error of a tensor whose dtype is none of `expected` ("expected float32
+// or float64, got int32"), and its argument's message.
+[[nodiscard]] inline import_error dtype_mismatch(std::span<const dtype> expected, dtype received) {
+  return {"dtype", -1, dtype_choices(expected), std::string(dlb::name(received))};
+}
 [[nodiscard]] inline std::string dtype_mismatch_message(std::span<const dtype> expected, dtype received,
                                                         const char* function, const char* name) {
-  return mismatch_message({"dtype", -1, dtype_choices(expected), std::string(dlb::name(received))}, function, name);
+  return mismatch_message(dtype_mismatch(expected, received), function, name);
 }
 
-// The TypeErrors of an argument whose tensor does not fit the view, and of
-// one whose dtype fits none of the views. Out of line, so that the
-// converter's success path stays small enough to inline.
+// The TypeError of an argument whose tensor does not fit the views. Out of
+// line, as the two below, so that the converter's success path stays small
+// enough to inline.
 [[noreturn, gnu::noinline]] inline void throw_mismatch(const import_error& error, const char* function,
                                                        const char* name) {
   throw argument_mismatch(mismatch_message(error, function, name));
 }
 
-[[noreturn, gnu::noinline]] inline void throw_dtype_mismatch(std::span<const dtype> expected, dtype received,
-                                                             const char* function, const char* name) {
-  throw argument_mismatch(dtype_mismatch_message(expected, received, function, name));
+// import_failure for a tensor whose dtype is none of `expected`.
+[[noreturn, gnu::noinline]] inline void throw_dtype_failure(std::span<const dtype> expected, dtype received) {
+  throw import_failure(dtype_mismatch(expected, received));
+}
+
+// array_argument::get's error (out of line: every caller of get inlines it).
+[[noreturn, gnu::noinline]] inline void throw_not_held(dtype held, dtype asked) {
+  throw std::logic_error("array_argument::get<V>: the argument holds the " + std::string(dlb::name(held)) +
+                         " view, not V's " + std::string(dlb::name(asked)));
 }
 
 // The tag of array_argument's converting constructor.
@@ -121,17 +130,7 @@ class array_argument {
 
   // `function` and `name` word the TypeError ("row_sums(): argument 'x': ...").
   array_argument(PyObject* object, const char* function, const char* name)
-    requires(count == 1)
-      : object_(object) {
-    borrow(function, name);
-  }
-  // (With several views the compiler would call the constructor rather than
-  // inline it, a call on the path of every argument.)
-  [[gnu::always_inline]] array_argument(PyObject* object, const char* function, const char* name)
-    requires(count > 1)
-      : object_(object) {
-    borrow(function, name);
-  }
+      : object_(object), view_(borrow(function, name)) {}
 
   // The same, but an input that does not fit is copied into a fresh
   // C-contiguous array that does (Fortran-contiguous for a dlb::f_contig
@@ -139,16 +138,11 @@ class array_argument {
   // that converts to a view's without loss (dlb::can_cast_safely; the first
   // such view in order), or no array at all (a list, as asarray reads it).
   // Never to another device; another loss of precision is TypeError.
-  array_argument(PyObject* object, const char* function, const char* name, copy_if_needed_t) : object_(object) {
+  array_argument(PyObject* object, const char* function, const char* name, copy_if_needed_t)
+      : object_(object), view_(convert(function, name)) {
     static_assert((Views::readonly && ...),
                   "dlb::python::copy_if_needed: the views must be read-only (dlb::ro or a const element type): "
                   "a kernel's writes to a copy would never reach the caller's array");
-    if (!object && PyErr_Occurred()) throw python_error_already_set{};
-    const argument_api& api = get_argument_api();
-    const std::array<requirements, count> demands{Views::demands()...};
-    borrowed_array b;
-    if (api.convert(object, &b, demands.data(), count, function, name) != 0) throw python_error_already_set{};
-    take(b.tensor, b.readonly, b.owner, function, name);
   }
 
   array_argument(const array_argument&) = delete;
@@ -190,8 +184,7 @@ class array_argument {
       return view_;
     } else {
       if (const V* v = std::get_if<V>(&view_)) return *v;
-      throw std::logic_error("array_argument::get<V>: the argument holds the " +
-                             std::string(dlb::name(dtype())) + " view, not V's " + std::string(dlb::name(V::dtype)));
+      throw_not_held(dtype(), V::dtype);
     }
   }
 
@@ -235,7 +228,9 @@ class array_argument {
   [[nodiscard]] PyObject* object() const noexcept { return object_; }
 
  private:
-  [[gnu::always_inline]] void borrow(const char* function, const char* name) {
+  // The constructors build the view in place, from what these return; they
+  // also set owner_, which is declared before view_.
+  storage borrow(const char* function, const char* name) {
     // A NULL object from a call that failed: its exception is set, and no
     // Python code may run (get_argument_api imports) before it is raised.
     if (!object_ && PyErr_Occurred()) throw python_error_already_set{};
@@ -245,43 +240,74 @@ class array_argument {
       // when it was made. (An Array holding none goes the long way, to its error.)
       const auto& t = *reinterpret_cast<const tensor*>(reinterpret_cast<const char*>(object_) + api.tensor_offset);
       if (t.has_value()) {
-        take(t.dltensor(), t.readonly(), nullptr, function, name);
-        return;
+        try {
+          return view_of(t);
+        } catch (const import_failure& e) {
+          throw_mismatch(e.error(), function, name);
+        }
       }
     }
+    return borrow_foreign(api, function, name);
+  }
+
+  // Any other object. Out of line: a borrowed_array has room for a
+  // producer's strides, and in the caller's frame it keeps GCC from inlining
+  // a Cython function's body into its Python wrapper. Flattened: the view's
+  // checks fold into constants only where inlined, which GCC's growth limits
+  // may otherwise refuse.
+  [[gnu::noinline, gnu::flatten]] storage borrow_foreign(const argument_api& api, const char* function,
+                                                        const char* name) {
     borrowed_array b;
     if (api.borrow(object_, &b, function, name) != 0) throw python_error_already_set{};
-    take(b.tensor, b.readonly, b.owner, function, name);
+    return take(b.tensor, b.readonly, b.owner, function, name);
   }
 
-  // Takes the view of a validated tensor and the reference `owner` (or
-  // nullptr): kept on success, released when the views' demands are unmet.
-  [[gnu::always_inline]] void take(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function,
-                                   const char* name) {
-    if constexpr (count == 1) {
-      take_as<first>(tensor, readonly, owner, function, name);  // the view's own error, in dlb::check's order
-    } else if (!(... || (dlb::dtype(tensor.dtype) == Views::dtype &&
-                         (take_as<Views>(tensor, readonly, owner, function, name), true)))) {
-      Py_XDECREF(owner);
-      throw_dtype_mismatch(dtypes, tensor.dtype, function, name);
-    }
+  // The same for copy_if_needed, which may copy the object.
+  [[gnu::noinline, gnu::flatten]] storage convert(const char* function, const char* name) {
+    if (!object_ && PyErr_Occurred()) throw python_error_already_set{};
+    const argument_api& api = get_argument_api();
+    const std::array<requirements, count> demands{Views::demands()...};
+    borrowed_array b;
+    if (api.convert(object_, &b, demands.data(), count, function, name) != 0) throw python_error_already_set{};
+    return take(b.tensor, b.readonly, b.owner, function, name);
+  }
+
+  // The view of a validated tensor, keeping the reference `owner` (or
+  // nullptr); released when the views' demands are unmet (the constructor
+  // fails, and no destructor runs).
+  storage take(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function, const char* name) {
     owner_ = owner;
-  }
-
-  template <class V>
-  [[gnu::always_inline]] void take_as(const DLTensor& tensor, bool readonly, PyObject* owner, const char* function,
-                                      const char* name) {
     try {
-      if constexpr (count == 1) view_ = V::from_validated(tensor, readonly);
-      else view_.template emplace<index_of<V>>(V::from_validated(tensor, readonly));
+      return view_of(tensor, readonly);
     } catch (const import_failure& e) {
       Py_XDECREF(owner);
       throw_mismatch(e.error(), function, name);
     }
   }
 
+  // The view of an Array's tensor: one call, as for the others, with the
+  // DLTensor in its frame.
+  [[gnu::noinline, gnu::flatten]] static storage view_of(const tensor& t) {
+    return view_of(t.dltensor(), t.readonly());
+  }
+
+  // The view whose dtype is the tensor's.
+  static storage view_of(const DLTensor& tensor, bool readonly) {
+    if constexpr (count == 1) return first::from_validated(tensor, readonly);  // the view's own error first
+    else return select_from<0>(tensor, readonly);
+  }
+
+  template <std::size_t I>
+  static storage select_from(const DLTensor& tensor, bool readonly) {
+    using V = std::variant_alternative_t<I, storage>;
+    if (dlb::dtype(tensor.dtype) == V::dtype)
+      return storage(std::in_place_index<I>, V::from_validated(tensor, readonly));
+    if constexpr (I + 1 < count) return select_from<I + 1>(tensor, readonly);
+    else throw_dtype_failure(dtypes, tensor.dtype);
+  }
+
   PyObject* object_ = nullptr;  // borrowed
-  PyObject* owner_ = nullptr;
+  PyObject* owner_ = nullptr;    // (before view_: the constructors set it while making the view)
   storage view_{};
 };
 

@@ -104,6 +104,13 @@ struct unmet_demand {
   }
   return {"flags", -1, "writable data", "read-only data"};
 }
+
+// import_failure of demand_error: out of line, so that the frame of
+// view::from_validated holds no error.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_unmet_demand(const DLTensor& t, const requirements& r,
+                                                                    unmet_demand unmet) {
+  throw import_failure(demand_error(t, r, unmet));
+}
 }  // namespace detail
 
 // first_unmet_demand, worded: the first failure, naming the constraint, the

@@ -251,7 +251,7 @@ class view {
     // check_demands, with its words made only on failure: this runs on
     // every argument a view takes.
     if (const auto unmet = detail::first_unmet_demand(t, readonly_data, demands())) [[unlikely]]
-      throw import_failure(detail::demand_error(t, demands(), *unmet));
+      detail::throw_unmet_demand(t, demands(), *unmet);
     return unchecked(t);
   }
 
