@@ -285,8 +285,8 @@ class array_argument {
     }
   }
 
-  // The view of an Array's tensor: one call, as for the others, with the
-  // DLTensor in its frame.
+  // The view of an Array's tensor: one call, as for the other objects, and
+  // the DLTensor it describes kept in this frame, not the caller's.
   [[gnu::noinline, gnu::flatten]] static storage view_of(const tensor& t) {
     return view_of(t.dltensor(), t.readonly());
   }
