@@ -31,6 +31,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -92,6 +94,33 @@ namespace dlb::python {
   throw std::logic_error("array_argument::get<V>: the argument holds the " + std::string(dlb::name(held)) +
                          " view, not V's " + std::string(dlb::name(asked)));
 }
+
+namespace detail {
+// `value`, stored in 16-byte pieces. The argument's view leaves its
+// out-of-line calls through memory, and the caller's copies (Cython moves a
+// temporary into its local) read it back 16 bytes at a time. Stored member
+// by member (a pointer, then the extents, ...), each of those reads would
+// straddle two stores, which the processor does not forward from its store
+// buffer: the read would wait for both to reach the cache.
+template <class T>
+[[nodiscard]] T in_16_byte_pieces(const T& value) noexcept {
+  static_assert(std::is_trivially_copyable_v<T>);
+#if defined(__GNUC__)  // (and Clang: vector types)
+  if constexpr (sizeof(T) >= 16) {
+    using piece = long long __attribute__((vector_size(16)));
+    long long words[sizeof(T) / 16 * 2];
+    std::memcpy(words, &value, sizeof words);
+    T stored = value;  // (the bytes after the last piece, a variant's index)
+    for (std::size_t k = 0; k < std::size(words); k += 2) {
+      const piece p{words[k], words[k + 1]};
+      std::memcpy(reinterpret_cast<unsigned char*>(&stored) + 8 * k, &p, sizeof p);
+    }
+    return stored;
+  }
+#endif
+  return value;
+}
+}  // namespace detail
 
 // The tag of array_argument's converting constructor.
 struct copy_if_needed_t {
@@ -293,10 +322,10 @@ class array_argument {
     return view_of(t.dltensor(), t.readonly());
   }
 
-  // The view whose dtype is the tensor's.
+  // The view whose dtype is the tensor's (one view: that view's own error first).
   static storage view_of(const DLTensor& tensor, bool readonly) {
-    if constexpr (count == 1) return first::from_validated(tensor, readonly);  // the view's own error first
-    else return select_from<0>(tensor, readonly);
+    if constexpr (count == 1) return detail::in_16_byte_pieces(first::from_validated(tensor, readonly));
+    else return detail::in_16_byte_pieces(select_from<0>(tensor, readonly));
   }
 
   template <std::size_t I>
