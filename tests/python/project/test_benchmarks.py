@@ -36,6 +36,8 @@ COPIES = [
         ("copy", "d.copy() vs a.copy()"),
         ("2-d T", "d.T.copy() vs d.copy()"),
         ("2-d T", "d.T.copy() vs np.ascontiguousarray(a.T)"),
+        ("2-d T", "torch t.T.contiguous() vs t.clone()"),
+        ("2-d T", "d.T.copy() vs torch t.T.contiguous()"),
     ]
 ] + [
     f"{len(p)}-d {dtype} {size}: d.transpose{p}.copy() vs {peer}"
