@@ -13,8 +13,11 @@
 // tiles for memory, one thread or copy_threads(); at 128 MiB the
 // power-of-two transposes with each setting into new memory too, and new
 // memory faulted in alone and before a copy (where Linux has
-// MADV_POPULATE_WRITE). Every figure is the minimum of interleaved samples,
-// as bytes copied per second, and its ratio to memcpy's minimum.
+// MADV_POPULATE_WRITE). For the choice between cached and streaming stores,
+// which is also the next reader's: memcpy and the power-of-two transposes,
+// one thread, each followed by one read of its output. Every figure is the
+// minimum of interleaved samples, as bytes copied per second, and its ratio
+// to memcpy's minimum.
 //
 //   copy_engine [--quick]
 #include <algorithm>
@@ -69,6 +72,18 @@ struct row {
   double best = 1e30;
 };
 
+// One read of `bytes` at p (a sum of its 8-byte words): the next reader.
+volatile std::uint64_t read_sink;
+void read_once(const std::byte* p, std::size_t bytes) {
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < bytes; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    sum += word;
+  }
+  read_sink = sum;
+}
+
 double seconds(const std::function<void()>& f, int calls) {
   const auto start = clock_type::now();
   for (int i = 0; i < calls; ++i) f();
@@ -90,6 +105,10 @@ int main(int argc, char** argv) {
       std::vector<row> table;
       table.push_back({"memcpy", [&] { std::memcpy(dst.data, src.data, std::size_t(bytes)); }});
       table.push_back({"16-byte loads and stores", [&] { plain_copy(dst.data, src.data, std::size_t(bytes)); }});
+      table.push_back({"memcpy, then its output read once", [&] {
+                         std::memcpy(dst.data, src.data, std::size_t(bytes));
+                         read_once(dst.data, std::size_t(bytes));
+                       }});
       // Into memory not touched yet, as Array.copy() writes: its pages are
       // faulted in (and zeroed by the system) as the copy first writes them.
       const std::int64_t flat[] = {count}, unit[] = {1};
@@ -147,6 +166,11 @@ int main(int argc, char** argv) {
               table.push_back({layout + setting, [&, plan, how] {
                                  dlb::detail::copy_plan(plan, std::size_t(size), dst.data, src.data, how);
                                }});
+              if (extra == 0 && parts == 1)
+                table.push_back({layout + setting + ", then its output read once", [&, plan, how] {
+                                   dlb::detail::copy_plan(plan, std::size_t(size), dst.data, src.data, how);
+                                   read_once(dst.data, std::size_t(bytes));
+                                 }});
               if (extra == 0 && bytes > 8 * mib)  // as Array.copy() writes, with this setting
                 table.push_back({layout + ", into new memory" + setting, [&, plan, how] {
                                    auto out = dlb::tensor::empty(shape, type);

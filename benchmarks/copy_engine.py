@@ -5,7 +5,9 @@ with the system's C++ compiler (`$CXX`, else c++; cached under
 build/benchmarks/) and prints its table: memcpy, plain 16-byte stores, and
 2-D transposes of power-of-two and padded rows with each tile setting, at
 2 MiB and 128 MiB, float32 and float64, into memory already mapped and (at
-128 MiB) into new memory, whose cost alone it also times. It is for finding what limits the
+128 MiB) into new memory, whose cost alone it also times, and memcpy and the
+transposes each followed by one read of its output (cached or streaming
+stores, as the next reader meets them). It is for finding what limits the
 transposes of benchmarks/copies.py on a machine, and for choosing tiles on a
 new kind of machine; it is not part of run.py.
 

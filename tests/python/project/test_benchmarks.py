@@ -142,6 +142,9 @@ def test_copy_engine_builds_and_prints_every_row():
             assert names[:2] == ["memcpy", "16-byte loads and stores"], result.stdout
             assert "transpose, power-of-two rows, as copy_strided chooses" in names, result.stdout
             assert "transpose, rows padded, 16-byte, streaming" in names, result.stdout
+            for row in ("memcpy", "transpose, power-of-two rows, 16-byte, cached",
+                        "transpose, power-of-two rows, 16-byte, streaming"):
+                assert f"{row}, then its output read once" in names, result.stdout
     for line in lines:
         gbps, ratio = (float(cell) for cell in line.strip("|").split("|")[2:4])
         assert gbps > 0 and ratio > 0, line
