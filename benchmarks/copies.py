@@ -10,7 +10,8 @@ For float32 and float64 at 2 MiB (in cache) and 128 MiB (DRAM):
   copy of the same array and against ``np.ascontiguousarray(np_arr.T)``;
   and, for scale, PyTorch's ``t.T.contiguous()`` against its ``t.clone()``
   (PyTorch's own transpose against its own copy; its threads as it sets
-  them) and against ours (information, no goal);
+  them) and against ours (information, no goal; not measured where
+  PyTorch is not installed);
 - N-d permutations, ``dlb_arr.transpose(p).copy()`` against our contiguous
   copy and against ``np.ascontiguousarray(np_arr.transpose(p))``: a 3-d
   reversal (2, 1, 0) and the 4-d NCHW -> NHWC permute (0, 2, 3, 1);
@@ -76,7 +77,10 @@ def _bandwidth_row(name, nbytes, ours, peer, goal, settings, *, shape, op=">=", 
 
 
 def rows(quick: bool = False) -> list[Row]:
-    import torch  # (a test dependency, imported only when these rows run)
+    try:
+        import torch  # (only for the rows that time PyTorch, for scale)
+    except ImportError:
+        torch = None
 
     out = []
     for nbytes in SIZES:
@@ -106,16 +110,21 @@ def rows(quick: bool = False) -> list[Row]:
             out.append(_bandwidth_row(f"2-d T {tag}: d.T.copy() vs np.ascontiguousarray(a.T)", nbytes, ours,
                                       loop("f(x.T)", f=np.ascontiguousarray, x=a), 2.0, settings, shape=a.shape))
             # PyTorch's tiled transpose, for scale: its own transpose against its own copy.
-            t = torch.from_numpy(a)
-            threads = f"torch with {torch.get_num_threads()} threads"
-            torch_transpose = loop("x.T.contiguous()", x=t)
-            out.append(_bandwidth_row(f"2-d T {tag}: torch t.T.contiguous() vs t.clone()", nbytes, torch_transpose,
-                                      loop("x.clone()", x=t), None, settings, shape=a.shape, op=None,
-                                      what=(f"transpose ({threads})", "contiguous")))
-            out.append(_bandwidth_row(f"2-d T {tag}: d.T.copy() vs torch t.T.contiguous()", nbytes, ours,
-                                      torch_transpose, None, settings, shape=a.shape, op=None,
-                                      what=("ours", threads)))
-            del a, d, ours, t, torch_transpose
+            torch_rows = (f"2-d T {tag}: torch t.T.contiguous() vs t.clone()",
+                          f"2-d T {tag}: d.T.copy() vs torch t.T.contiguous()")
+            if torch is None:
+                out += [Row("copies", name, "-", "-", None, None, None, note="torch is not installed")
+                        for name in torch_rows]
+            else:
+                t = torch.from_numpy(a)
+                threads = f"torch with {torch.get_num_threads()} threads"
+                torch_transpose = loop("x.T.contiguous()", x=t)
+                out.append(_bandwidth_row(torch_rows[0], nbytes, torch_transpose, loop("x.clone()", x=t), None,
+                                          settings, shape=a.shape, op=None,
+                                          what=(f"transpose ({threads})", "contiguous")))
+                out.append(_bandwidth_row(torch_rows[1], nbytes, ours, torch_transpose, None, settings,
+                                          shape=a.shape, op=None, what=("ours", threads)))
+            del a, d, ours
 
             # N-d permutations.
             for perm in PERMUTATIONS:
